@@ -1,0 +1,37 @@
+# vedana: `make demo` runs the main job on embedded defaults, `make test` runs the tests.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint format bench clean
+
+install: $(STAMP)
+
+# torch is pinned to the local CPU wheel first: a bare `torch` would pull GBs of CUDA packages.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: install
+	VEDANA_HOME=$${VEDANA_HOME:-.vedana-demo} $(BIN)/python -m vedana.demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+format: install
+	$(BIN)/ruff format src tests
+	$(BIN)/ruff check --fix src tests
+
+bench: install
+	$(BIN)/python -m vedana.bench
+
+clean:
+	rm -rf .vedana .vedana-demo .pytest_cache build dist src/*.egg-info

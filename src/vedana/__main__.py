@@ -1,0 +1,3 @@
+from vedana.cli.app import main
+
+main()

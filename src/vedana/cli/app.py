@@ -1,0 +1,89 @@
+"""The `vedana` Typer app: registers every command and maps errors to one line + exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vedana import __version__
+from vedana.cli import ask, check, cypher, index, run, runs, search, services, sync
+from vedana.errors import VedanaError
+
+app = typer.Typer(
+    name="vedana",
+    help="Build a knowledge base from Grist and ask it questions.\n\n"
+    "Typical use: `vedana sync` → `vedana index` → `vedana ask \"question\"`.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"vedana {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    home: Annotated[
+        Path | None,
+        typer.Option("--home", help="State dir of the embedded services (VEDANA_HOME).", show_default=False),
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    from vedana.cli.output import configure_logging
+    from vedana.config import override_settings
+
+    if debug:
+        os.environ["VEDANA_DEBUG"] = "1"
+    override_settings(vedana_home=home, debug=debug or None)
+    configure_logging(debug=debug)
+
+
+app.command("sync")(sync.sync)
+app.command("index")(index.index)
+app.command("run")(run.run)
+app.command("ask")(ask.ask)
+app.command("check")(check.check)
+app.command("cypher")(cypher.cypher)
+app.command("search")(search.search)
+app.command("runs")(runs.runs)
+app.add_typer(services.app, name="services")
+
+
+def _debug_enabled() -> bool:
+    return os.environ.get("VEDANA_DEBUG", "").lower() in {"1", "true", "yes"} or "--debug" in sys.argv
+
+
+def main() -> None:
+    """Console-script entry point: user errors print one red line; bugs show a traceback only
+    with --debug."""
+    try:
+        app()
+    except VedanaError as exc:
+        from vedana.cli.output import print_error
+
+        if _debug_enabled():
+            raise
+        print_error(str(exc))
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:
+        if _debug_enabled() or os.environ.get("VEDANA_RAISE_ERRORS"):
+            raise
+        from vedana.cli.output import print_error
+
+        print_error(f"unexpected error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        sys.exit(1)

@@ -1,0 +1,13 @@
+"""The data model: what anchors (node types), links (edge types) and attributes exist."""
+
+from vedana.datamodel.model import (
+    Anchor,
+    Attribute,
+    DataModel,
+    Link,
+    LifecycleEvent,
+    Prompt,
+    Query,
+)
+
+__all__ = ["Anchor", "Attribute", "DataModel", "LifecycleEvent", "Link", "Prompt", "Query"]
