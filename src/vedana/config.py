@@ -50,7 +50,9 @@ class Settings(BaseSettings):
     embeddings_threshold: float | None = None
     embeddings_top_n: int = 10
     # Base URL for an OpenAI-compatible provider (also read as OPENAI_API_BASE by litellm itself).
-    llm_api_base: str | None = Field(default=None, validation_alias=AliasChoices("VEDANA_LLM_API_BASE", "LLM_API_BASE"))
+    llm_api_base: str | None = Field(
+        default=None, validation_alias=AliasChoices("VEDANA_LLM_API_BASE", "LLM_API_BASE")
+    )
     embeddings_api_base: str | None = Field(
         default=None, validation_alias=AliasChoices("VEDANA_EMBEDDINGS_API_BASE", "EMBEDDINGS_API_BASE")
     )

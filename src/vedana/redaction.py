@@ -7,6 +7,7 @@ litellm reads on its own (OPENAI_API_KEY, ...) are covered too.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -26,10 +27,8 @@ def known_secrets() -> list[str]:
     from vedana.config import get_settings
 
     values = set(secrets_from_environment())
-    try:
+    with contextlib.suppress(Exception):  # settings that fail to load must not stop redaction
         values.update(get_settings().secrets())
-    except Exception:  # settings that fail to load must not stop redaction
-        pass
     return sorted((v for v in values if len(v) >= _MIN_SECRET_LEN), key=len, reverse=True)
 
 

@@ -16,7 +16,7 @@ from vedana.errors import VedanaError
 app = typer.Typer(
     name="vedana",
     help="Build a knowledge base from Grist and ask it questions.\n\n"
-    "Typical use: `vedana sync` → `vedana index` → `vedana ask \"question\"`.",
+    'Typical use: `vedana sync` → `vedana index` → `vedana ask "question"`.',
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

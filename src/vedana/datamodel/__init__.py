@@ -4,8 +4,8 @@ from vedana.datamodel.model import (
     Anchor,
     Attribute,
     DataModel,
-    Link,
     LifecycleEvent,
+    Link,
     Prompt,
     Query,
 )

@@ -110,8 +110,12 @@ class DataModel:
             return tuple(Attribute(**a) for a in items)
 
         return cls(
-            anchors=[Anchor(**{**a, "attributes": attrs(a.get("attributes", []))}) for a in data.get("anchors", [])],
-            links=[Link(**{**lk, "attributes": attrs(lk.get("attributes", []))}) for lk in data.get("links", [])],
+            anchors=[
+                Anchor(**{**a, "attributes": attrs(a.get("attributes", []))}) for a in data.get("anchors", [])
+            ],
+            links=[
+                Link(**{**lk, "attributes": attrs(lk.get("attributes", []))}) for lk in data.get("links", [])
+            ],
             queries=[Query(**q) for q in data.get("queries", [])],
             prompts=[Prompt(**p) for p in data.get("prompts", [])],
             lifecycle=[LifecycleEvent(**e) for e in data.get("lifecycle", [])],

@@ -1,0 +1,198 @@
+"""Reading and writing the staging tables: the synced data model, and small state values.
+
+Node/edge diffing and bulk writes live in `vedana.etl` (sync); this module holds what several
+parts share: the data model round trip, the key/value state, and the writer lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from vedana.datamodel import Anchor, Attribute, DataModel, LifecycleEvent, Link, Prompt, Query
+from vedana.errors import NotSynced
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
+
+# Postgres advisory lock held by whoever writes staging, vectors or the graph (sync, index).
+WRITER_LOCK_KEY = 0x7665_6462
+
+_ATTRIBUTE_FIELDS = (
+    "description",
+    "data_example",
+    "dtype",
+    "embeddable",
+    "query",
+    "embed_threshold",
+    "embed_top_n",
+)
+
+
+def save_data_model(conn: Connection, dm: DataModel) -> None:
+    """Replace the stored data model with `dm` (inside the caller's transaction)."""
+    from vedana.stores import tables as t
+
+    for table in (
+        t.dm_anchor_attributes,
+        t.dm_link_attributes,
+        t.dm_anchors,
+        t.dm_links,
+        t.dm_queries,
+        t.dm_prompts,
+        t.dm_conversation_lifecycle,
+    ):
+        conn.execute(table.delete())
+
+    def attr_rows(owner_col: str, owner: str, attrs: tuple[Attribute, ...]) -> list[dict[str, Any]]:
+        return [
+            {
+                owner_col: owner,
+                "attribute_name": a.name,
+                "position": i,
+                **{f: getattr(a, f) for f in _ATTRIBUTE_FIELDS},
+            }
+            for i, a in enumerate(attrs)
+        ]
+
+    anchors = [
+        {
+            "noun": a.noun,
+            "description": a.description,
+            "id_example": a.id_example,
+            "query": a.query,
+            "position": i,
+        }
+        for i, a in enumerate(dm.anchors)
+    ]
+    links = [
+        {
+            "sentence": lk.sentence,
+            "anchor1": lk.anchor1,
+            "anchor2": lk.anchor2,
+            "description": lk.description,
+            "query": lk.query,
+            "anchor1_link_column_name": lk.anchor1_link_column_name,
+            "anchor2_link_column_name": lk.anchor2_link_column_name,
+            "has_direction": lk.has_direction,
+            "position": i,
+        }
+        for i, lk in enumerate(dm.links)
+    ]
+    anchor_attrs = [r for a in dm.anchors for r in attr_rows("anchor", a.noun, a.attributes)]
+    link_attrs = [r for lk in dm.links for r in attr_rows("link", lk.sentence, lk.attributes)]
+    queries = [
+        {"position": i, "query_name": q.name, "query_example": q.example} for i, q in enumerate(dm.queries)
+    ]
+    prompts = [{"name": p.name, "text": p.text} for p in dm.prompts]
+    lifecycle = [{"event": e.event, "text": e.text} for e in dm.lifecycle]
+    for table, rows in (
+        (t.dm_anchors, anchors),
+        (t.dm_links, links),
+        (t.dm_anchor_attributes, anchor_attrs),
+        (t.dm_link_attributes, link_attrs),
+        (t.dm_queries, queries),
+        (t.dm_prompts, prompts),
+        (t.dm_conversation_lifecycle, lifecycle),
+    ):
+        if rows:
+            conn.execute(table.insert(), rows)
+
+
+def load_data_model(conn: Connection, *, required: bool = True) -> DataModel:
+    """The stored data model; raises `NotSynced` when there is none and `required`."""
+    from sqlalchemy import select
+
+    from vedana.stores import tables as t
+
+    def rows(table: Any) -> list[dict[str, Any]]:
+        order = table.c.position if "position" in table.c else next(iter(table.primary_key.columns))
+        return [dict(r._mapping) for r in conn.execute(select(table).order_by(order))]
+
+    def attrs(items: list[dict[str, Any]], owner_col: str, owner: str) -> tuple[Attribute, ...]:
+        return tuple(
+            Attribute(name=r["attribute_name"], **{f: r[f] for f in _ATTRIBUTE_FIELDS})
+            for r in items
+            if r[owner_col] == owner
+        )
+
+    anchor_attrs = rows(t.dm_anchor_attributes)
+    link_attrs = rows(t.dm_link_attributes)
+    anchors = [
+        Anchor(
+            noun=r["noun"],
+            description=r["description"],
+            id_example=r["id_example"],
+            query=r["query"],
+            attributes=attrs(anchor_attrs, "anchor", r["noun"]),
+        )
+        for r in rows(t.dm_anchors)
+    ]
+    if not anchors and required:
+        raise NotSynced()
+    links = [
+        Link(
+            sentence=r["sentence"],
+            anchor1=r["anchor1"],
+            anchor2=r["anchor2"],
+            description=r["description"],
+            query=r["query"],
+            anchor1_link_column_name=r["anchor1_link_column_name"],
+            anchor2_link_column_name=r["anchor2_link_column_name"],
+            has_direction=r["has_direction"],
+            attributes=attrs(link_attrs, "link", r["sentence"]),
+        )
+        for r in rows(t.dm_links)
+    ]
+    return DataModel(
+        anchors=anchors,
+        links=links,
+        queries=[Query(name=r["query_name"], example=r["query_example"]) for r in rows(t.dm_queries)],
+        prompts=[Prompt(name=r["name"], text=r["text"]) for r in rows(t.dm_prompts)],
+        lifecycle=[
+            LifecycleEvent(event=r["event"], text=r["text"]) for r in rows(t.dm_conversation_lifecycle)
+        ],
+    )
+
+
+def get_state(conn: Connection, key: str, default: Any = None) -> Any:
+    from sqlalchemy import select
+
+    from vedana.stores import tables as t
+
+    value = conn.execute(select(t.vedana_state.c.value).where(t.vedana_state.c.key == key)).scalar()
+    return default if value is None else value
+
+
+def set_state(conn: Connection, key: str, value: Any) -> None:
+    from sqlalchemy import func
+    from sqlalchemy.dialects.postgresql import insert
+
+    from vedana.stores import tables as t
+
+    stmt = insert(t.vedana_state).values(key=key, value=value)
+    conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["key"], set_={"value": stmt.excluded.value, "updated_at": func.now()}
+        )
+    )
+
+
+@contextmanager
+def writer_lock(engine: Engine, *, wait: bool = True) -> Iterator[bool]:
+    """Hold the session-level writer lock for the duration; yields False if `wait` is off and
+    another process holds it."""
+    with engine.connect() as conn:
+        if wait:
+            conn.exec_driver_sql(f"SELECT pg_advisory_lock({WRITER_LOCK_KEY})")
+            got = True
+        else:
+            got = bool(conn.exec_driver_sql(f"SELECT pg_try_advisory_lock({WRITER_LOCK_KEY})").scalar())
+        conn.commit()
+        try:
+            yield got
+        finally:
+            if got:
+                conn.exec_driver_sql(f"SELECT pg_advisory_unlock({WRITER_LOCK_KEY})")
+                conn.commit()
