@@ -1,0 +1,179 @@
+"""`GraphStore` on FalkorDB (the embedded default), through the `falkordb` client.
+
+Row limits: a FalkorDB reply carries the whole result set at once and the client parses all of
+it, so `row_limit` cannot stop the server early here; the rows past the limit are dropped and
+`truncated` is set. Callers that must bound server work put a `LIMIT` in the query itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from vedana.errors import CypherError, ServiceError
+from vedana.redaction import redact
+from vedana.stores.graph import GraphStore, QueryResult, batched
+
+DEFAULT_GRAPH_NAME = "vedana"
+_STATS = (
+    "nodes_created",
+    "nodes_deleted",
+    "relationships_created",
+    "relationships_deleted",
+    "properties_set",
+    "labels_added",
+    "indices_created",
+)
+
+
+class FalkorGraph(GraphStore):
+    engine = "falkordb"
+
+    def __init__(self, socket_path: Path | str, graph_name: str = DEFAULT_GRAPH_NAME) -> None:
+        from falkordb import FalkorDB
+
+        self.socket_path = Path(socket_path)
+        self.graph_name = graph_name
+        self._db = FalkorDB(unix_socket_path=str(socket_path))
+        self._graph = self._db.select_graph(graph_name)
+
+    @classmethod
+    def embedded(cls, home: Path, graph_name: str = DEFAULT_GRAPH_NAME) -> FalkorGraph:
+        """The graph on the embedded FalkorDB under `home`, starting the server if needed."""
+        from vedana.stores.embedded_falkordb import ensure_falkordb
+
+        return cls(ensure_falkordb(home), graph_name)
+
+    def query(
+        self,
+        cypher: str,
+        params: dict[str, Any] | None = None,
+        *,
+        read_only: bool = False,
+        row_limit: int | None = None,
+        timeout_s: float | None = None,
+    ) -> QueryResult:
+        started = time.perf_counter()
+        result = self._execute(cypher, params, read_only=read_only, timeout_s=timeout_s)
+        columns = [_text(column[1]) for column in result.header]
+        raw_rows = result.result_set
+        truncated = row_limit is not None and len(raw_rows) > row_limit
+        if row_limit is not None:
+            raw_rows = raw_rows[:row_limit]
+        rows = [dict(zip(columns, (to_plain(value) for value in row), strict=True)) for row in raw_rows]
+        stats = {name: int(value) for name in _STATS if (value := getattr(result, name, 0))}
+        return QueryResult(
+            columns=columns,
+            rows=rows,
+            truncated=truncated,
+            elapsed_s=time.perf_counter() - started,
+            stats=stats,
+        )
+
+    def _execute(
+        self, cypher: str, params: dict[str, Any] | None, *, read_only: bool, timeout_s: float | None
+    ) -> Any:
+        import redis
+        from falkordb.exceptions import SchemaVersionMismatchException
+
+        run = self._graph.ro_query if read_only else self._graph.query
+        timeout_ms = max(1, int(timeout_s * 1000)) if timeout_s else None
+        for attempt in range(2):
+            try:
+                return run(cypher, params, timeout=timeout_ms)
+            except SchemaVersionMismatchException:
+                # The client refreshed its cached label/property names; running again is safe
+                # because the server rejected the query before executing it.
+                if attempt:
+                    raise
+            except redis.exceptions.ResponseError as exc:
+                raise CypherError(redact(f"FalkorDB: {_one_line(str(exc))}")) from None
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+                raise ServiceError(
+                    f"lost the connection to FalkorDB at {self.socket_path} ({_one_line(str(exc))}); "
+                    "check `vedana services status`"
+                ) from None
+        raise AssertionError("unreachable")
+
+    def write_batches(self, cypher: str, rows: Iterable[dict[str, Any]], batch_size: int = 1000) -> int:
+        sent = 0
+        for batch in batched(rows, batch_size):
+            self.query(cypher, {"rows": batch})
+            sent += len(batch)
+        return sent
+
+    def ensure_index(self, label: str, prop: str = "id") -> None:
+        existing = self.query(
+            "CALL db.indexes() YIELD label, types, entitytype RETURN label, types, entitytype"
+        )
+        for row in existing.rows:
+            if (
+                row["entitytype"] == "NODE"
+                and row["label"] == label
+                and "RANGE" in (row["types"].get(prop) or [])
+            ):
+                return
+        self.query(f"CREATE INDEX FOR (n:{quote_name(label)}) ON (n.{quote_name(prop)})")
+
+    def clear(self) -> None:
+        # DETACH DELETE keeps the indexes, unlike deleting the graph key.
+        self.query("MATCH (n) DETACH DELETE n")
+
+    def close(self) -> None:
+        self._db.connection.close()
+
+
+def quote_name(name: str) -> str:
+    """A label/type/property name as a backtick-quoted Cypher identifier (FalkorDB's parser has no
+    escape for a backtick inside one)."""
+    if "`" in name or not name:
+        raise CypherError(f"FalkorDB cannot use the name {name!r}; rename it without backticks")
+    return f"`{name}`"
+
+
+def to_plain(value: Any) -> Any:
+    """FalkorDB client values -> plain Python: nodes, edges and paths become dicts."""
+    from falkordb.edge import Edge
+    from falkordb.node import Node
+    from falkordb.path import Path as FalkorPath
+
+    if isinstance(value, Node):
+        return {
+            "labels": list(value.labels or []),
+            "properties": {k: to_plain(v) for k, v in value.properties.items()},
+        }
+    if isinstance(value, Edge):
+        return {
+            "type": value.relation,
+            "properties": {k: to_plain(v) for k, v in value.properties.items()},
+            "start": _node_id(value.src_node),
+            "end": _node_id(value.dest_node),
+        }
+    if isinstance(value, FalkorPath):
+        return {
+            "nodes": [to_plain(n) for n in value.nodes()],
+            "relationships": [to_plain(e) for e in value.edges()],
+        }
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {_text(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    if type(value).__name__ == "relativedelta":  # durations
+        return str(value)
+    return value
+
+
+def _node_id(node: Any) -> Any:
+    return node if isinstance(node, int) else getattr(node, "id", node)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())

@@ -1,0 +1,77 @@
+"""Shared session fixtures: one temporary VEDANA_HOME per test session with the real embedded
+Postgres (+pgvector) and FalkorDB started on first use and stopped explicitly at the end."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vedana.config import Settings, reset_settings
+from vedana.stores.graph import GraphStore
+
+
+def _reset_caches() -> None:
+    from vedana.stores.postgres import dispose_engines
+
+    dispose_engines()
+    reset_settings()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def vedana_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The session's VEDANA_HOME (also exported, so `get_settings()` and subprocesses use it)."""
+    from vedana.stores.embedded_falkordb import stop_falkordb
+    from vedana.stores.embedded_postgres import stop_postgres
+
+    home = tmp_path_factory.mktemp("vedana-home")
+    previous = os.environ.get("VEDANA_HOME")
+    os.environ["VEDANA_HOME"] = str(home)
+    _reset_caches()
+    try:
+        yield home
+    finally:
+        _reset_caches()
+        # Explicitly: servers are detached and would otherwise outlive the session.
+        stop_falkordb(home)
+        stop_postgres(home)
+        if previous is None:
+            os.environ.pop("VEDANA_HOME", None)
+        else:
+            os.environ["VEDANA_HOME"] = previous
+
+
+@pytest.fixture(scope="session")
+def settings(vedana_home: Path) -> Settings:
+    """Settings on the embedded services in `vedana_home`, ignoring any `.env` or service URIs
+    of the developer's environment."""
+    return Settings(_env_file=None, vedana_home=vedana_home, db_conn_uri=None, memgraph_uri=None)
+
+
+@pytest.fixture(scope="session")
+def pg_engine(settings: Settings):  # -> sqlalchemy.Engine
+    """An engine on the embedded Postgres with the schema created."""
+    from vedana.stores.postgres import get_engine
+
+    return get_engine(settings)
+
+
+@pytest.fixture(scope="session")
+def session_graph(settings: Settings) -> Iterator[GraphStore]:
+    """The embedded FalkorDB graph, shared by the whole session and never cleared."""
+    from vedana.stores.graph import open_graph
+
+    store = open_graph(settings)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def graph(session_graph: GraphStore) -> GraphStore:
+    """The embedded FalkorDB graph, emptied before the test."""
+    session_graph.clear()
+    return session_graph

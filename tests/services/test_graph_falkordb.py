@@ -1,0 +1,82 @@
+"""FalkorGraph against the real embedded FalkorDB: writes, reads back, plain-value shapes, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from vedana.errors import CypherError
+from vedana.stores.graph import GraphStore
+
+LOAD_PEOPLE = "UNWIND $rows AS row MERGE (p:Person {id: row.id}) SET p.name = row.name"
+LOAD_KNOWS = (
+    "UNWIND $rows AS row MATCH (a:Person {id: row.src}), (b:Person {id: row.dst}) "
+    "MERGE (a)-[k:KNOWS]->(b) SET k.since = row.since"
+)
+
+
+def _load_two_people(graph: GraphStore) -> None:
+    sent = graph.write_batches(
+        LOAD_PEOPLE, [{"id": "p1", "name": "Ada"}, {"id": "p2", "name": "Bo"}], batch_size=1
+    )
+    assert sent == 2
+    assert graph.write_batches(LOAD_KNOWS, [{"src": "p1", "dst": "p2", "since": 2020}]) == 1
+
+
+def test_node_and_edge_round_trip(graph: GraphStore) -> None:
+    _load_two_people(graph)
+    result = graph.query(
+        "MATCH (a:Person {id: $id})-[k:KNOWS]->(b) RETURN a, k, b, id(a) AS a_id, id(b) AS b_id", {"id": "p1"}
+    )
+    assert result.columns == ["a", "k", "b", "a_id", "b_id"]
+    [row] = result.rows
+    assert row["a"] == {"labels": ["Person"], "properties": {"id": "p1", "name": "Ada"}}
+    assert row["b"] == {"labels": ["Person"], "properties": {"id": "p2", "name": "Bo"}}
+    assert row["k"] == {
+        "type": "KNOWS",
+        "properties": {"since": 2020},
+        "start": row["a_id"],
+        "end": row["b_id"],
+    }
+    assert graph.counts() == {"nodes": {"Person": 2}, "edges": {"KNOWS": 1}}
+
+
+def test_merge_is_idempotent_and_stats_are_reported(graph: GraphStore) -> None:
+    _load_two_people(graph)
+    again = graph.query(LOAD_PEOPLE, {"rows": [{"id": "p1", "name": "Ada L."}]})
+    assert "nodes_created" not in again.stats
+    assert again.stats["properties_set"] == 1
+    assert graph.counts()["nodes"] == {"Person": 2}
+
+
+def test_paths_come_back_as_plain_dicts(graph: GraphStore) -> None:
+    _load_two_people(graph)
+    [row] = graph.query("MATCH p = (:Person {id: 'p1'})-[:KNOWS]->(:Person) RETURN p").rows
+    path = row["p"]
+    assert [n["properties"]["id"] for n in path["nodes"]] == ["p1", "p2"]
+    assert [r["type"] for r in path["relationships"]] == ["KNOWS"]
+
+
+def test_row_limit_truncates(graph: GraphStore) -> None:
+    graph.write_batches(LOAD_PEOPLE, ({"id": f"p{i}", "name": str(i)} for i in range(5)), batch_size=2)
+    result = graph.query("MATCH (p:Person) RETURN p.id AS id ORDER BY id", row_limit=3, read_only=True)
+    assert [r["id"] for r in result.rows] == ["p0", "p1", "p2"]
+    assert result.truncated
+    exact = graph.query("MATCH (p:Person) RETURN p.id AS id", row_limit=5, read_only=True)
+    assert len(exact.rows) == 5 and not exact.truncated
+
+
+def test_read_only_refuses_writes_and_errors_are_cypher_errors(graph: GraphStore) -> None:
+    with pytest.raises(CypherError):
+        graph.query("CREATE (:Person {id: 'x'})", read_only=True)
+    assert graph.counts()["nodes"] == {}
+    with pytest.raises(CypherError, match="FalkorDB"):
+        graph.query("MATCH (n) RETURN n.x +")
+
+
+def test_ensure_index_is_idempotent(graph: GraphStore) -> None:
+    graph.ensure_index("Odd Label", "id")
+    graph.ensure_index("Odd Label", "id")
+    rows = graph.query("CALL db.indexes() YIELD label, properties RETURN label, properties").rows
+    assert [r for r in rows if r["label"] == "Odd Label"] == [{"label": "Odd Label", "properties": ["id"]}]
+    with pytest.raises(CypherError, match="backticks"):
+        graph.ensure_index("Bad`Label")
