@@ -1,0 +1,304 @@
+"""Refuse, before it runs, any Cypher that could write.
+
+The query is tokenized the way a Cypher parser would see it: string literals and comments are
+skipped, backtick-quoted names are names (never keywords), words are compared after Unicode
+NFKC folding and case folding. Then three checks:
+
+* a write or admin keyword anywhere in the code (CREATE, MERGE, SET, DELETE, REMOVE, DROP,
+  LOAD, FOREACH, ALTER, ...), or a write/admin phrase (`FREE MEMORY`, `STOP DATABASE`, ...);
+* `CALL <procedure>` only for procedures on a read-only allow-list;
+* exactly one statement, no backslash outside strings (escapes outside strings are never
+  valid Cypher and only serve to confuse scanners), no unterminated string or comment.
+
+Engines could disagree on backslash escapes in strings, so a query with a backslash in a
+string is also read the other way (backslash as an ordinary character); if that reading is
+valid and hides a write, the query is refused. Function calls that run Cypher given as text
+(apoc.cypher.*, apoc.do.*, ...) are refused too. The graph session is read-only as well where the engine has such a mode; this guard is
+the first of the two fences.
+"""
+
+from __future__ import annotations
+
+import itertools
+import unicodedata
+from dataclasses import dataclass
+
+from vedana.errors import CypherWriteRefused
+
+# Clauses and statements that change data, schema, users or the server.
+WRITE_KEYWORDS = frozenset(
+    {
+        "create",
+        "merge",
+        "set",
+        "delete",
+        "detach",
+        "remove",
+        "drop",
+        "load",  # LOAD CSV, Memgraph's LOAD JSONL / LOAD PARQUET
+        "foreach",
+        "alter",
+        "rename",
+        "grant",
+        "revoke",
+        "deny",
+        "import",
+        "analyze",  # Memgraph ANALYZE GRAPH writes statistics
+        "trigger",
+        "snapshot",
+        "storage",  # STORAGE MODE ...
+        "terminate",
+        "register",
+        "unregister",
+        "optimize",
+        "vacuum",
+    }
+)
+
+# Word pairs that are admin statements although each word alone is an ordinary name.
+WRITE_PHRASES = frozenset(
+    {
+        ("free", "memory"),
+        ("lock", "data"),
+        ("unlock", "data"),
+        ("start", "database"),
+        ("stop", "database"),
+        ("enable", "server"),
+        ("deallocate", "databases"),
+        ("use", "database"),
+        ("kill", "query"),
+        ("recover", "snapshot"),
+    }
+)
+
+# Procedures that only read (names compared case-insensitively, with any backticks removed).
+READ_PROCEDURES = frozenset(
+    {
+        "db.labels",
+        "db.relationshiptypes",
+        "db.propertykeys",
+        "db.indexes",
+        "db.constraints",
+        "db.schema.visualization",
+        "db.schema.nodetypeproperties",
+        "db.schema.reltypeproperties",
+        "db.idx.fulltext.querynodes",
+        "db.idx.fulltext.queryrelationships",
+        "db.idx.vector.querynodes",
+        "db.idx.vector.queryrelationships",
+        "db.meta.stats",
+        "dbms.procedures",
+        "dbms.functions",
+        "dbms.components",
+        "mg.procedures",
+        "mg.functions",
+        "schema.node_type_properties",
+        "schema.rel_type_properties",
+        "algo.bfs",
+        "algo.pagerank",
+        "algo.wcc",
+        "algo.betweenness",
+        "algo.labelpropagation",
+        "algo.spanningforest",
+    }
+)
+
+# Functions that execute a Cypher string (which the scanner cannot see into) or change data.
+TEXT_RUNNING_FUNCTIONS = (
+    "apoc.cypher.",
+    "apoc.do.",
+    "apoc.periodic.",
+    "apoc.trigger.",
+    "apoc.create.",
+    "apoc.merge.",
+    "apoc.refactor.",
+    "apoc.schema.",
+    "apoc.export.",
+    "apoc.import.",
+    "apoc.load.",
+    "apoc.custom.",
+    "apoc.systemdb.",
+    "apoc.atomic.",
+    "apoc.lock.",
+    "apoc.nodes.",
+    "dbms.",
+)
+
+# Characters that end a `//` comment. Ending it at more characters than an engine does is safe:
+# the scanner then reads more of the query as code, never less.
+_LINE_ENDS = "\n\r\v\f\x85\u2028\u2029"
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # "word", "name" (backticked), "punct", "number", "string"
+    text: str  # folded text for words; raw content for names and strings
+    start: int
+    end: int
+
+
+class _Refused(Exception):
+    pass
+
+
+class _Malformed(_Refused):
+    """The query cannot be read as Cypher at all."""
+
+
+def _fold(word: str) -> str:
+    return unicodedata.normalize("NFKC", word).casefold()
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch in "_$" or ch.isalnum() or unicodedata.category(ch) in {"Mn", "Mc", "Pc"}
+
+
+def _string_end(query: str, i: int, *, escapes: bool) -> int:
+    """Index of the quote that closes the string opened at `i`."""
+    quote, j = query[i], i + 1
+    while j < len(query) and query[j] != quote:
+        j += 2 if escapes and query[j] == "\\" else 1
+    if j >= len(query):
+        raise _Malformed("it has an unterminated string")
+    return j
+
+
+def tokenize(query: str, *, escapes: bool = True) -> list[Token]:
+    """The tokens of the code (comments dropped). `escapes=False` reads backslashes in strings as
+    ordinary characters. Raises `_Malformed` when the text is not Cypher."""
+    tokens: list[Token] = []
+    i, n = 0, len(query)
+    while i < n:
+        ch = query[i]
+        if ch.isspace() or unicodedata.category(ch) == "Cf":  # zero-width characters are blanks
+            i += 1
+        elif query.startswith("//", i):
+            while i < n and query[i] not in _LINE_ENDS:
+                i += 1
+        elif query.startswith("/*", i):
+            end = query.find("*/", i + 2)
+            if end < 0:
+                raise _Malformed("it has an unterminated /* comment")
+            i = end + 2
+        elif ch in "'\"":
+            end = _string_end(query, i, escapes=escapes)
+            tokens.append(Token("string", query[i + 1 : end], i, end + 1))
+            i = end + 1
+        elif ch == "`":
+            end = query.find("`", i + 1)
+            while end >= 0 and query.startswith("``", end):  # `` is an escaped backtick
+                end = query.find("`", end + 2)
+            if end < 0:
+                raise _Malformed("it has an unterminated `name`")
+            tokens.append(Token("name", query[i + 1 : end].replace("``", "`"), i, end + 1))
+            i = end + 1
+        elif ch == "\\":
+            raise _Malformed("it has a backslash outside a string")
+        elif _is_word_char(ch):
+            j = i
+            while j < n and _is_word_char(query[j]):
+                j += 1
+            kind = "number" if ch.isdigit() else "word"
+            tokens.append(Token(kind, _fold(query[i:j]) if kind == "word" else query[i:j], i, j))
+            i = j
+        else:
+            tokens.append(Token("punct", ch, i, i + 1))
+            i += 1
+    return tokens
+
+
+def _is_property_key(tokens: list[Token], k: int) -> bool:
+    """`n.set` or `` `n`.delete ``: a word written right after a dot that follows a name is a
+    property key, which Cypher allows to be any word."""
+    if k < 2:
+        return False
+    dot, owner, word = tokens[k - 1], tokens[k - 2], tokens[k]
+    return (
+        dot.kind == "punct"
+        and dot.text == "."
+        and dot.end == word.start
+        and owner.end == dot.start
+        and (owner.kind in {"word", "name"} or (owner.kind == "punct" and owner.text in {")", "]"}))
+    )
+
+
+def _dotted_name(tokens: list[Token], start: int) -> tuple[str, int]:
+    """The dotted name starting at `start` (`db`.`labels`, db . labels -> "db.labels") and the
+    index after it."""
+    parts: list[str] = []
+    i = start
+    expect_part = True
+    while i < len(tokens):
+        tok = tokens[i]
+        if expect_part and tok.kind in {"word", "name"}:
+            parts.append(_fold(tok.text))
+        elif not expect_part and tok.kind == "punct" and tok.text == ".":
+            pass
+        else:
+            break
+        expect_part = not expect_part
+        i += 1
+    # A backticked part may itself hold dots: `db.labels` is the same procedure.
+    return ".".join(p.strip() for p in ".".join(parts).split(".")), i
+
+
+def _runs_cypher_text(function: str) -> bool:
+    return function.startswith(TEXT_RUNNING_FUNCTIONS)
+
+
+def _check_code(tokens: list[Token]) -> None:
+    words = [(k, t) for k, t in enumerate(tokens) if t.kind == "word" and not _is_property_key(tokens, k)]
+    for _, tok in words:
+        if tok.text in WRITE_KEYWORDS:
+            raise _Refused(f"it uses {tok.text.upper()}")
+    for (_, first), (_, second) in itertools.pairwise(words):
+        if (first.text, second.text) in WRITE_PHRASES:
+            raise _Refused(f"it uses {first.text.upper()} {second.text.upper()}")
+    for k, tok in words:
+        following = tokens[k + 1] if k + 1 < len(tokens) else None
+        if tok.text == "call":
+            if following is not None and following.kind == "punct" and following.text in "{(":
+                continue  # CALL { subquery }: its clauses are checked like the rest
+            name, _ = _dotted_name(tokens, k + 1)
+            if name not in READ_PROCEDURES:
+                raise _Refused(f"procedure {name or '(none)'} is not on the read-only list")
+    for k, tok in enumerate(tokens):
+        if tok.kind in {"word", "name"} and not _is_property_key(tokens, k):
+            name, after = _dotted_name(tokens, k)
+            called = after < len(tokens) and tokens[after].kind == "punct" and tokens[after].text == "("
+            if called and _runs_cypher_text(name):
+                raise _Refused(f"function {name} runs Cypher given as text or changes data")
+    semicolons = [k for k, t in enumerate(tokens) if t.kind == "punct" and t.text == ";"]
+    if any(k != len(tokens) - 1 for k in semicolons):
+        raise _Refused("it holds more than one statement")
+
+
+def refusal_reason(query: str) -> str | None:
+    """Why `query` is refused, or None when it only reads."""
+    try:
+        tokens = tokenize(query)
+        if all(t.kind == "punct" and t.text == ";" for t in tokens):
+            return "it is empty"
+        _check_code(tokens)
+    except _Refused as exc:
+        return str(exc)
+    if "\\" in query:
+        try:
+            literal_tokens = tokenize(query, escapes=False)
+        except _Malformed:
+            return None  # an engine reading it that way would reject it as a syntax error
+        try:
+            _check_code(literal_tokens)
+        except _Refused as exc:
+            return f"read without backslash escapes, {exc}"
+    return None
+
+
+def ensure_read_only(query: str) -> None:
+    """Raise `CypherWriteRefused` unless `query` is a single read-only statement."""
+    reason = refusal_reason(query)
+    if reason is not None:
+        raise CypherWriteRefused(
+            f"refused before running: only read-only Cypher is allowed ({reason}); "
+            "write one MATCH ... RETURN query"
+        )

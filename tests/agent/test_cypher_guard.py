@@ -1,0 +1,115 @@
+"""The read-only guard: every way of writing is refused before it runs; reads still pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from vedana.agent.cypher_guard import ensure_read_only, refusal_reason
+from vedana.agent.tools import run_cypher
+from vedana.errors import CypherError, CypherWriteRefused
+from vedana.stores.graph import GraphStore
+
+WRITE_ATTEMPTS = [
+    "CREATE (n:Person {id: 'x'})",
+    "create (n:Person {id: 'x'})",
+    "CrEaTe (n:Person {id: 'x'})",
+    "MERGE (n:Person {id: 'p1'})",
+    "MATCH (n:Person) SET n.name = 'hacked'",
+    "MATCH (n:Person) SET n:Admin",
+    "MATCH (n:Person) DELETE n",
+    "MATCH (n) DETACH DELETE n",
+    "MATCH (n:Person) REMOVE n.name",
+    "MATCH (n) /* just reading */ DETACH /**/ DELETE n",
+    "MATCH (n) // harmless\nDETACH DELETE n",
+    "MATCH (n)/**/SET/**/n.x=1",
+    "MATCH (n) RETURN n; CREATE (m:Person {id: 'y'})",
+    "MATCH (n) RETURN n ; MATCH (m) RETURN m",
+    "RETURN 'a\\' CREATE (n:Person {id: \"z\"}) //'",
+    "ＣＲＥＡＴＥ (n:Person {id: 'w'})",
+    "CRE\\u0041TE (n:Person)",
+    "DROP INDEX ON :Person(id)",
+    "CREATE INDEX FOR (n:Person) ON (n.name)",
+    "CREATE CONSTRAINT ON (n:Person) ASSERT n.id IS UNIQUE",
+    "LOAD CSV FROM 'file:///etc/passwd' AS row RETURN row",
+    "load csv with headers from 'http://x/y.csv' AS r CREATE (:Person {id: r.id})",
+    "MATCH (n:Person) WITH collect(n) AS ns FOREACH (x IN ns | SET x.flag = true)",
+    "CALL db.idx.fulltext.createNodeIndex('Person', 'name')",
+    "CALL db.idx.fulltext.drop('Person')",
+    "CALL `db`.`idx`.`fulltext`.`createNodeIndex`('Person', 'name')",
+    "CALL `apoc.create.node`(['X'], {})",
+    "call apoc.periodic.iterate('MATCH (n) RETURN n', 'DETACH DELETE n', {})",
+    "CALL dbms.security.createUser('u', 'p', false)",
+    "RETURN apoc.cypher.runFirstColumnSingle('CREATE (n) RETURN n', {})",
+    "MATCH (n) CALL { WITH n DETACH DELETE n } RETURN 1",
+    "UNWIND range(1, 3) AS i MERGE (:Person {id: toString(i)})",
+    "ALTER DATABASE neo4j SET ACCESS READ WRITE",
+    "STORAGE MODE IN_MEMORY_ANALYTICAL",
+    "FREE MEMORY",
+    "STOP DATABASE neo4j",
+    "GRANT ALL ON DATABASE * TO reader",
+    "MATCH (n) RETURN n UNION MATCH (m) SET m.x = 1 RETURN m",
+    "MATCH (n) RETURN n /* unterminated",
+    "RETURN 'unterminated",
+    "",
+    "   ;  ",
+]
+
+READS = [
+    "MATCH (n:Person) RETURN n.id ORDER BY n.id",
+    "match (n:Person) return n.set, n.delete, n.create",  # property keys may be any word
+    "MATCH (n:Person) WHERE n.name = 'Create Delete Set' RETURN n.id",
+    "MATCH (n:Person) WHERE n.name = \"O\\\"Brien // CREATE\" RETURN n.id",
+    "MATCH (n:`CREATE`) RETURN count(n)",  # a label that happens to be called CREATE
+    "MATCH (n) RETURN count(n) // DELETE everything? no, a comment",
+    "MATCH (n) /* SET n.x = 1 */ RETURN count(n);",
+    "CALL db.labels() YIELD label RETURN label",
+    "CALL `db`.`labels`() YIELD label RETURN label",
+    "MATCH (start:Person)-[r]->(m) RETURN start.id, type(r), m.id",
+    "MATCH (n:Person) WITH n.name AS name RETURN toUpper(name) AS upper",
+]
+
+
+@pytest.fixture
+def people_graph(graph: GraphStore) -> GraphStore:
+    graph.query("CREATE (:Person {id: 'p1', name: 'Ann'})-[:KNOWS]->(:Person {id: 'p2', name: 'Bob'})")
+    return graph
+
+
+@pytest.mark.parametrize("query", WRITE_ATTEMPTS)
+def test_write_attempts_are_refused_and_the_graph_is_unchanged(people_graph: GraphStore, query: str) -> None:
+    before = people_graph.counts()
+    snapshot = people_graph.query("MATCH (n) RETURN n.id AS id, properties(n) AS p, labels(n) AS l ORDER BY id").rows
+
+    assert refusal_reason(query) is not None
+    with pytest.raises(CypherWriteRefused) as refused:
+        run_cypher(people_graph, query, row_limit=10, timeout_s=5)
+
+    assert str(refused.value).startswith("refused before running")
+    assert people_graph.counts() == before
+    after = people_graph.query("MATCH (n) RETURN n.id AS id, properties(n) AS p, labels(n) AS l ORDER BY id").rows
+    assert after == snapshot
+
+
+def test_the_table_covers_enough_write_attempts() -> None:
+    assert len(WRITE_ATTEMPTS) >= 25
+
+
+@pytest.mark.parametrize("query", READS)
+def test_reads_pass_the_guard_and_run(people_graph: GraphStore, query: str) -> None:
+    assert refusal_reason(query) is None
+    ensure_read_only(query)
+    outcome = run_cypher(people_graph, query, row_limit=10, timeout_s=5)
+    assert outcome.truncated is False
+
+
+def test_a_person_read_returns_real_rows(people_graph: GraphStore) -> None:
+    outcome = run_cypher(people_graph, READS[0], row_limit=10, timeout_s=5)
+    assert [row["n.id"] for row in outcome.rows] == ["p1", "p2"]
+
+
+def test_the_session_itself_is_read_only(people_graph: GraphStore) -> None:
+    """The second fence: even a write that got past the guard fails in a read-only session."""
+    before = people_graph.counts()
+    with pytest.raises(CypherError):
+        people_graph.query("CREATE (:Person {id: 'sneaky'})", read_only=True)
+    assert people_graph.counts() == before
