@@ -58,7 +58,7 @@ READS = [
     "MATCH (n:Person) RETURN n.id ORDER BY n.id",
     "match (n:Person) return n.set, n.delete, n.create",  # property keys may be any word
     "MATCH (n:Person) WHERE n.name = 'Create Delete Set' RETURN n.id",
-    "MATCH (n:Person) WHERE n.name = \"O\\\"Brien // CREATE\" RETURN n.id",
+    'MATCH (n:Person) WHERE n.name = "O\\"Brien // CREATE" RETURN n.id',
     "MATCH (n:`CREATE`) RETURN count(n)",  # a label that happens to be called CREATE
     "MATCH (n) RETURN count(n) // DELETE everything? no, a comment",
     "MATCH (n) /* SET n.x = 1 */ RETURN count(n);",
@@ -78,7 +78,9 @@ def people_graph(graph: GraphStore) -> GraphStore:
 @pytest.mark.parametrize("query", WRITE_ATTEMPTS)
 def test_write_attempts_are_refused_and_the_graph_is_unchanged(people_graph: GraphStore, query: str) -> None:
     before = people_graph.counts()
-    snapshot = people_graph.query("MATCH (n) RETURN n.id AS id, properties(n) AS p, labels(n) AS l ORDER BY id").rows
+    snapshot = people_graph.query(
+        "MATCH (n) RETURN n.id AS id, properties(n) AS p, labels(n) AS l ORDER BY id"
+    ).rows
 
     assert refusal_reason(query) is not None
     with pytest.raises(CypherWriteRefused) as refused:
@@ -86,7 +88,9 @@ def test_write_attempts_are_refused_and_the_graph_is_unchanged(people_graph: Gra
 
     assert str(refused.value).startswith("refused before running")
     assert people_graph.counts() == before
-    after = people_graph.query("MATCH (n) RETURN n.id AS id, properties(n) AS p, labels(n) AS l ORDER BY id").rows
+    after = people_graph.query(
+        "MATCH (n) RETURN n.id AS id, properties(n) AS p, labels(n) AS l ORDER BY id"
+    ).rows
     assert after == snapshot
 
 

@@ -1,0 +1,220 @@
+"""The agent loop behind `vedana ask`.
+
+filter the data model → system prompt (instructions + rendered slice + selected playbook) →
+rounds of tool calls (the calls of one round run in parallel threads) → at most
+`settings.agent_max_rounds` rounds, then one finalisation call without tools → an empty answer
+becomes a short "not found" reply with suggestions.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
+
+from vedana.agent.filter import FilterResult, filter_data_model, full_model
+from vedana.agent.llm import LLM
+from vedana.agent.templates import Templates
+from vedana.agent.tools import Toolbox, VectorSearchFn
+from vedana.agent.trace import AskResult, ToolCallTrace, Trace
+from vedana.datamodel import DataModel
+from vedana.datamodel.render import render_playbook, render_text
+from vedana.errors import VedanaError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from vedana.config import Settings
+    from vedana.embeddings.base import Embedder
+    from vedana.stores.graph import GraphStore
+
+MAX_PARALLEL_TOOLS = 8
+
+
+def system_prompt(templates: Templates, settings: Settings, filtered: FilterResult) -> str:
+    instructions = templates.render(
+        "instructions", row_limit=settings.cypher_rows_limit, max_rounds=settings.agent_max_rounds
+    )
+    data_model = templates.render(
+        "data_model",
+        data_model=render_text(filtered.data_model),
+        playbook=render_playbook(filtered.playbook),
+    )
+    return f"{instructions}\n\n{data_model}"
+
+
+def no_answer_reply(templates: Templates, dm: DataModel, question: str) -> str:
+    topics = ", ".join(a.noun for a in dm.anchors) or "the data that was synced"
+    examples = "".join(f"- a question like “{q.name}”;\n" for q in dm.queries[:3] if q.name)
+    return templates.render("no_answer", question=question, topics=topics, examples=examples)
+
+
+def _assistant_message(message: Any) -> dict[str, Any]:
+    """The assistant turn as plain data (the provider's object carries extra fields)."""
+    return {
+        "role": "assistant",
+        "content": message.content or None,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.function.name, "arguments": call.function.arguments or "{}"},
+            }
+            for call in message.tool_calls
+        ],
+    }
+
+
+class Agent:
+    """One question's run: holds the LLM, the tools and the trace."""
+
+    def __init__(
+        self, settings: Settings, llm: LLM, toolbox: Toolbox, templates: Templates, trace: Trace
+    ) -> None:
+        self.settings = settings
+        self.llm = llm
+        self.toolbox = toolbox
+        self.templates = templates
+        self.trace = trace
+        self._next_index = 0
+
+    def _run_round(self, round_: int, calls: list[Any]) -> list[tuple[str, ToolCallTrace]]:
+        indexed = []
+        for call in calls:
+            indexed.append((self._next_index, call))
+            self._next_index += 1
+
+        def run(item: tuple[int, Any]) -> tuple[str, ToolCallTrace]:
+            index, call = item
+            return self.toolbox.run(call.function.name, call.function.arguments, index=index, round_=round_)
+
+        if len(indexed) == 1:
+            return [run(indexed[0])]
+        workers = min(len(indexed), MAX_PARALLEL_TOOLS)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"tool-r{round_}") as pool:
+            return list(pool.map(run, indexed))
+
+    def answer(self, system: str, question: str) -> str:
+        model = self.settings.model
+        tools = self.toolbox.specs()
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": question},
+        ]
+        for round_ in range(1, self.settings.agent_max_rounds + 1):
+            response = self.llm.complete(model, messages, purpose="agent", tools=tools)
+            message = response.choices[0].message
+            if not message.tool_calls:
+                return message.content or ""
+            self.trace.rounds = round_
+            messages.append(_assistant_message(message))
+            outcomes = self._run_round(round_, list(message.tool_calls))
+            for call, (text, call_trace) in zip(message.tool_calls, outcomes, strict=True):
+                self.trace.tool_calls.append(call_trace)
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "name": call.function.name, "content": text}
+                )
+        # Rounds used up: one more call, tools off, to answer from what was gathered.
+        self.trace.finalized = True
+        messages.append(
+            {
+                "role": "user",
+                "content": self.templates.render("finalize", max_rounds=self.settings.agent_max_rounds),
+            }
+        )
+        response = self.llm.complete(model, messages, purpose="finalize", tools=tools, tool_choice="none")
+        return response.choices[0].message.content or ""
+
+
+def _vector_search(settings: Settings, engine: Engine, embedder: Embedder | None) -> VectorSearchFn:
+    """Embed the text and search pgvector. The embedder loads, and is checked against the model
+    the index was built with, on the first search only."""
+    lock = threading.Lock()
+    ready: dict[str, Any] = {}
+
+    def search(kind: str, label: str, attribute: str, text: str, threshold: float, top_n: int) -> list[Any]:
+        from vedana.stores.vectors import VectorStore, check_model
+
+        store = VectorStore(engine)
+        with lock:
+            if "embedder" not in ready:
+                from vedana.embeddings import get_embedder
+
+                chosen = embedder or get_embedder(settings)
+                check_model(store.model(), chosen)
+                ready["embedder"] = chosen
+        [vector] = ready["embedder"].embed([text])
+        return store.search(kind, label, attribute, vector, threshold=threshold, top_n=top_n)
+
+    return search
+
+
+def ask(
+    settings: Settings,
+    question: str,
+    *,
+    use_filter: bool | None = None,
+    graph: GraphStore | None = None,
+    engine: Engine | None = None,
+    embedder: Embedder | None = None,
+    vector_search: VectorSearchFn | None = None,
+) -> AskResult:
+    """Answer `question` from the synced and indexed knowledge base; the answer and its trace."""
+    started = time.perf_counter()
+    question = question.strip()
+    if not question:
+        raise VedanaError('the question is empty; ask something, e.g. vedana ask "Who likes quokkas?"')
+    use_filter = settings.enable_dm_filtering if use_filter is None else use_filter
+    llm = LLM(settings)
+    llm.check(settings.model)  # no key, no model: say so before touching anything else
+    if use_filter:
+        llm.check(settings.effective_filter_model)
+
+    with ExitStack() as stack:
+        if engine is None:
+            from vedana.stores.postgres import get_engine
+
+            engine = get_engine(settings)
+        from vedana.stores.staging import load_data_model
+
+        with engine.connect() as conn:
+            dm = load_data_model(conn)
+        if graph is None:
+            from vedana.stores.graph import open_graph
+
+            graph = stack.enter_context(open_graph(settings))
+
+        templates = Templates(dm)
+        if use_filter:
+            filtered = filter_data_model(llm, settings.effective_filter_model, dm, question, templates)
+        else:
+            filtered = full_model(dm, enabled=False)
+        trace = Trace(
+            question=question,
+            model=settings.model,
+            filter=filtered.trace,
+            prompts_overridden=templates.overridden,
+        )
+        toolbox = Toolbox(
+            settings,
+            filtered.data_model,
+            graph,
+            vector_search or _vector_search(settings, engine, embedder),
+            fallback_dm=dm,
+        )
+        system = system_prompt(templates, settings, filtered)
+        trace.system_prompt_chars = len(system)
+        try:
+            answer = Agent(settings, llm, toolbox, templates, trace).answer(system, question).strip()
+        finally:
+            trace.llm_calls = list(llm.calls)
+            trace.total_s = time.perf_counter() - started
+        if not answer:
+            trace.no_answer = True
+            answer = no_answer_reply(
+                templates, filtered.data_model if filtered.data_model.anchors else dm, question
+            )
+    trace.total_s = time.perf_counter() - started
+    return AskResult(answer=answer, trace=trace)

@@ -1,0 +1,115 @@
+"""What happened while answering one question: the filter's selection, every tool call, every
+model call with its tokens and cost, and the timings. `to_dict()` is what `--json` prints."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class FilterTrace:
+    enabled: bool
+    model: str | None = None
+    fallback: bool = False  # True: the full data model was used because the filter failed
+    error: str | None = None
+    reasoning: str = ""
+    selected: dict[str, list[Any]] = field(default_factory=dict)  # anchors, links, ... as kept
+    kept: dict[str, int] = field(default_factory=dict)
+    total: dict[str, int] = field(default_factory=dict)
+    ignored: dict[str, list[Any]] = field(default_factory=dict)  # names the model invented
+    dropped_links: list[str] = field(default_factory=list)  # picked, but an end was not kept
+    elapsed_s: float = 0.0
+
+
+@dataclass
+class ToolCallTrace:
+    index: int  # order in which the model asked for it, over the whole run
+    round: int
+    name: str
+    arguments: dict[str, Any]
+    elapsed_s: float = 0.0
+    result_chars: int = 0  # size of the text the model received
+    error: str | None = None
+    thread: str = ""  # worker that ran it (calls of one round run side by side)
+    # vector_text_search
+    kind: str | None = None
+    threshold: float | None = None
+    top_n: int | None = None
+    hits: list[dict[str, Any]] | None = None  # score and ids per hit, no vectors
+    # cypher
+    rows: int | None = None
+    truncated: bool | None = None
+    refused: bool | None = None
+
+
+@dataclass
+class LLMCallTrace:
+    purpose: str  # "filter", "agent", "finalize"
+    model: str
+    elapsed_s: float
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    error: str | None = None
+
+
+@dataclass
+class Trace:
+    question: str
+    model: str
+    filter: FilterTrace
+    system_prompt_chars: int = 0  # size of the system prompt (instructions + data model slice)
+    prompts_overridden: list[str] = field(default_factory=list)
+    rounds: int = 0
+    finalized: bool = False  # the round limit was reached and a finalisation call answered
+    no_answer: bool = False  # the model gave nothing; the "not found" reply was used
+    tool_calls: list[ToolCallTrace] = field(default_factory=list)
+    llm_calls: list[LLMCallTrace] = field(default_factory=list)
+    total_s: float = 0.0
+
+    @property
+    def llm_s(self) -> float:
+        return sum(c.elapsed_s for c in self.llm_calls)
+
+    def usage_by_model(self) -> dict[str, dict[str, Any]]:
+        usage: dict[str, dict[str, Any]] = {}
+        for call in self.llm_calls:
+            entry = usage.setdefault(
+                call.model, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+            )
+            entry["calls"] += 1
+            entry["prompt_tokens"] += call.prompt_tokens or 0
+            entry["completion_tokens"] += call.completion_tokens or 0
+            if call.cost_usd is None or entry["cost_usd"] is None:
+                entry["cost_usd"] = None  # unknown for one call means unknown for the sum
+            else:
+                entry["cost_usd"] += call.cost_usd
+        return usage
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tool_calls"] = [_compact(asdict(c)) for c in self.tool_calls]
+        data["llm_calls"] = [asdict(c) for c in self.llm_calls]
+        data["usage"] = self.usage_by_model()
+        data["timings"] = {
+            "total_s": round(self.total_s, 4),
+            "llm_s": round(self.llm_s, 4),
+            "outside_llm_s": round(max(self.total_s - self.llm_s, 0.0), 4),
+        }
+        del data["total_s"]
+        return data
+
+
+def _compact(call: dict[str, Any]) -> dict[str, Any]:
+    """Drop the fields that belong to the other tool."""
+    return {k: v for k, v in call.items() if v is not None or k == "error"}
+
+
+@dataclass
+class AskResult:
+    answer: str
+    trace: Trace
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"question": self.trace.question, "answer": self.answer, "trace": self.trace.to_dict()}

@@ -1,0 +1,42 @@
+"""Fixtures for the agent tests: a scripted OpenAI-compatible model and a small knowledge base."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from support.agent_kb import data_model, load_graph, save
+from support.fake_llm import FakeLLM
+from vedana.config import Settings
+from vedana.datamodel import DataModel
+from vedana.stores.graph import GraphStore
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as llm:
+        yield llm
+
+
+@pytest.fixture
+def agent_settings(settings: Settings, fake_llm: FakeLLM) -> Settings:
+    """Settings that send the agent and the filter to the scripted model, reached through litellm."""
+    return settings.model_copy(
+        update={
+            "model": fake_llm.model("agent"),
+            "filter_model": fake_llm.model("filter"),
+            "llm_api_base": fake_llm.api_base,
+            "enable_dm_filtering": True,
+            "agent_max_rounds": 5,
+        }
+    )
+
+
+@pytest.fixture
+def kb(graph: GraphStore, pg_engine) -> DataModel:
+    """The hand-built knowledge base, saved as the synced data model and loaded into the graph."""
+    dm = data_model()
+    save(pg_engine, dm)
+    load_graph(graph)
+    return dm

@@ -1,0 +1,50 @@
+"""Rendering the data model for the agent (text) and for the filter (compact JSON)."""
+
+from __future__ import annotations
+
+import json
+
+from support.agent_kb import data_model
+from vedana.datamodel.render import catalog, render_catalog, render_playbook, render_text
+
+
+def test_text_names_every_label_type_and_property_with_what_is_searchable() -> None:
+    text = render_text(data_model())
+    assert "- (:Person) A club member. [id e.g. 'p1']" in text
+    assert "  .name (str, searchable by meaning): Full name. e.g. 'Ada Okafor'" in text
+    assert "  .age (int): Age in years. e.g. '34'" in text
+    assert "- (:Person)-[:LIKES]->(:Animal) The person likes the animal." in text
+    assert "  .since (int): Year the liking started. e.g. '2015'" in text
+
+
+def test_undirected_links_say_so() -> None:
+    dm = data_model()
+    dm.links[1] = type(dm.links[1])(sentence="KNOWS", anchor1="Person", anchor2="Person", has_direction=False)
+    assert "- (:Person)-[:KNOWS]-(:Person) (undirected: stored in both directions)" in render_text(dm)
+
+
+def test_catalog_is_compact_json_with_numbered_queries() -> None:
+    dm = data_model()
+    text = render_catalog(dm)
+    assert "\n" not in text and ", " not in text.replace("Who likes", "")
+    data = json.loads(text)
+    assert data == catalog(dm)
+    assert [a["noun"] for a in data["anchors"]] == ["Person", "Animal", "City"]
+    assert data["links"][0] == {
+        "sentence": "LIKES",
+        "from": "Person",
+        "to": "Animal",
+        "description": "The person likes the animal.",
+        "attributes": [{"name": "since", "description": "Year the liking started."}],
+    }
+    assert data["queries"] == [
+        {"id": 1, "name": "Who likes <animal>?"},
+        {"id": 2, "name": "How old is <person>?"},
+    ]
+
+
+def test_playbook_keeps_catalog_numbers() -> None:
+    dm = data_model()
+    text = render_playbook([(2, dm.queries[1])])
+    assert text.startswith("2. How old is <person>?\nMATCH (p:Person {name: $name}) RETURN p.age")
+    assert render_playbook([]) == "(no playbook entries)"

@@ -1,0 +1,163 @@
+"""A small OpenAI-compatible chat server that plays scripted replies, for tests.
+
+Reached through litellm exactly like a real provider: model `openai/<name>`, `api_base` =
+`server.api_base`, any api key. Two scripts: requests that carry a `response_format` (the
+data-model filter's structured output) take the next `filter` reply, every other request takes
+the next `agent` reply. A script entry is a reply dict (see the helpers below) or a callable
+`(request_body) -> reply`, which lets a test answer from what actually reached the model.
+Every request body is recorded in `requests` (and per purpose in `filter_requests` /
+`agent_requests`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections import deque
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = dict[str, Any]
+Script = Reply | Callable[[dict[str, Any]], Reply]
+
+
+def answer(text: str) -> Reply:
+    """A final assistant message without tool calls."""
+    return {"content": text}
+
+
+def structured(payload: Any) -> Reply:
+    """Structured output: the JSON text of `payload` as the message content."""
+    return {"content": json.dumps(payload)}
+
+
+def raw(text: str) -> Reply:
+    """Content sent as-is (e.g. broken JSON for the filter)."""
+    return {"content": text}
+
+
+def tool_calls(*calls: tuple[str, dict[str, Any]], content: str | None = None) -> Reply:
+    """One assistant message asking for several tool calls at once."""
+    return {"content": content, "tool_calls": list(calls)}
+
+
+def http_error(status: int, message: str) -> Reply:
+    return {"status": status, "error": message}
+
+
+class FakeLLM:
+    """Start with `with FakeLLM() as llm:`; script with `llm.filter.append(...)` / `llm.agent.append(...)`."""
+
+    def __init__(self) -> None:
+        self.filter: deque[Script] = deque()
+        self.agent: deque[Script] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> FakeLLM:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    @property
+    def api_base(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @staticmethod
+    def model(name: str = "scripted") -> str:
+        return f"openai/{name}"
+
+    # -- what reached the model ----------------------------------------------------------------
+    @property
+    def filter_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if "response_format" in r]
+
+    @property
+    def agent_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if "response_format" not in r]
+
+    # -- serving -------------------------------------------------------------------------------
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            queue = self.filter if "response_format" in body else self.agent
+            if not queue:
+                return http_error(500, "fake LLM: script exhausted")
+            entry = queue[0]
+            if not callable(entry):
+                queue.popleft()
+                return entry
+        # A callable stays in place and answers every later request of its kind.
+        return entry(body)
+
+    def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+        calls = reply.get("tool_calls") or []
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{next(self._ids)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+                for name, args in calls
+            ]
+        prompt_chars = len(json.dumps(body.get("messages", [])))
+        completion_chars = len(json.dumps(message))
+        return {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": body.get("model", "scripted"),
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            # Roughly 4 characters per token, so usage numbers move with what was sent.
+            "usage": {
+                "prompt_tokens": prompt_chars // 4,
+                "completion_tokens": completion_chars // 4,
+                "total_tokens": (prompt_chars + completion_chars) // 4,
+            },
+        }
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with fake._lock:
+                    fake.headers.append(dict(self.headers))
+                reply = fake._next_reply(body)
+                if "error" in reply:
+                    err = {"message": reply["error"], "type": "invalid_request_error"}
+                    self._send(reply.get("status", 500), {"error": err})
+                    return
+                self._send(200, fake._completion(body, reply))
+
+        return Handler
