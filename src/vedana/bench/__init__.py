@@ -1,0 +1,1 @@
+"""Benchmark tooling: `generate` writes synthetic knowledge bases of any size (CSV folder or `.grist`)."""
