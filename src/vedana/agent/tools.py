@@ -129,11 +129,13 @@ def _is_vector(value: Any) -> bool:
 
 
 def clean(value: Any) -> Any:
-    """A JSON-ready copy of `value` without embedding vectors."""
+    """A JSON-ready copy of `value` in which embedding vectors are replaced by a short marker."""
+    if _is_vector(value):
+        return f"<{len(value)} floats omitted>"
     if isinstance(value, dict):
-        return {str(k): clean(v) for k, v in value.items() if not _is_vector(v)}
+        return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return None if _is_vector(value) else [clean(v) for v in value]
+        return [clean(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, str | int | float | bool) or value is None:
