@@ -258,7 +258,7 @@ def _grist_converter(column: Column) -> Callable[[Any], Any] | None:
     if kind == "Bool":
         return int
     if kind == "Date":
-        return lambda v: (v) * 86_400
+        return lambda days: days * 86_400  # Grist stores a Date as epoch seconds
     if kind == "RefList":
         return lambda v: "[" + ",".join(map(str, v)) + "]" if v else None
     return None
