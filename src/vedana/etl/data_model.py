@@ -1,0 +1,231 @@
+"""Reading the Data Model document (Anchors, Anchor_attributes, Links, …) into a `DataModel`.
+
+Blank rows (no key: noun, attribute_name, sentence, query_name, name, event) are skipped and
+counted; so are rows pointing at an unknown anchor or link, and later duplicates of a key.
+Only `Anchors` is required; every other table may be missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from vedana.datamodel import Anchor, Attribute, DataModel, LifecycleEvent, Link, Prompt, Query
+from vedana.errors import SourceError
+from vedana.etl.dtypes import as_text, canonical_dtype, is_empty
+from vedana.etl.report import BLANK_ROW, DataModelReport
+from vedana.etl.sources.base import CELL_ERROR, RawTable, Ref, Source
+from vedana.etl.sources.cells import parse_bool_text
+
+REQUIRED = "Anchors"
+OPTIONAL = ("Anchor_attributes", "Links", "Link_attributes", "Queries", "Prompts", "ConversationLifecycle")
+
+
+def _text(value: Any) -> str:
+    if value is None or value is CELL_ERROR:
+        return ""
+    if isinstance(value, Ref):
+        return ", ".join(value.labels)
+    return as_text(value).strip()
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return bool(value)
+    return bool(parse_bool_text(value)) if isinstance(value, str) else False
+
+
+def _number(value: Any, kind: type) -> Any:
+    if value is None or value is CELL_ERROR or isinstance(value, bool) or is_empty(value):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if kind is int:
+        return int(number) if number.is_integer() else None
+    return number
+
+
+class _RefNames:
+    """Resolves a Ref cell of the model (Anchor_attributes.anchor, Links.anchor1, …) to the
+    referenced key (noun or sentence): by row id when the source has them, else by label."""
+
+    def __init__(self) -> None:
+        self.by_row: dict[int, str] = {}
+        self.keys: dict[str, str] = {}  # lower-cased key → key
+
+    def add(self, row_id: int, key: str) -> None:
+        self.by_row.setdefault(row_id, key)
+        self.keys.setdefault(key.lower(), key)
+
+    def resolve(self, value: Any) -> str | None:
+        if isinstance(value, Ref):
+            if value.row_ids:
+                return self.by_row.get(value.row_ids[0])
+            labels = value.labels
+        elif isinstance(value, str):
+            labels = (value.strip(),)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            return self.by_row.get(value)
+        else:
+            return None
+        return self.keys.get(labels[0].lower()) if labels and labels[0] else None
+
+
+def _find(source: Source, name: str) -> RawTable | None:
+    names = {n.lower(): n for n in source.table_names()}
+    actual = names.get(name.lower())
+    return source.table(actual) if actual else None
+
+
+def _rows(table: RawTable | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    if table is not None:
+        yield from table.rows()
+
+
+def read_data_model(source: Source) -> tuple[DataModel, DataModelReport]:
+    report = DataModelReport()
+    tables = {name: _find(source, name) for name in (REQUIRED, *OPTIONAL)}
+    if tables[REQUIRED] is None:
+        raise SourceError(
+            f"the data model ({source.describe()}) has no `Anchors` table; "
+            "point --data-model / GRIST_DATA_MODEL_DOC_ID at the Data Model document"
+        )
+    report.missing_tables = [name for name in OPTIONAL if tables[name] is None]
+    skipped = report.skipped
+
+    anchors: dict[str, dict[str, Any]] = {}
+    anchor_refs = _RefNames()
+    for row_id, c in _rows(tables["Anchors"]):
+        noun = _text(c.get("noun"))
+        if not noun:
+            skipped[f"Anchors: {BLANK_ROW}"] += 1
+            continue
+        if noun in anchors:
+            skipped["Anchors: duplicate noun"] += 1
+            anchor_refs.add(row_id, noun)
+            continue
+        anchor_refs.add(row_id, noun)
+        anchors[noun] = {
+            "noun": noun,
+            "description": _text(c.get("description")),
+            "id_example": _text(c.get("id_example")),
+            "query": _text(c.get("query")),
+            "attributes": [],
+        }
+
+    def attributes(table: str, owner_col: str, owners: dict[str, dict[str, Any]], refs: _RefNames) -> int:
+        count = 0
+        for _, c in _rows(tables[table]):
+            name = _text(c.get("attribute_name"))
+            owner = refs.resolve(c.get(owner_col))
+            if not name:
+                skipped[f"{table}: {BLANK_ROW}"] += 1
+                continue
+            if owner is None or owner not in owners:
+                skipped[f"{table}: unknown {owner_col}"] += 1
+                continue
+            attrs = owners[owner]["attributes"]
+            if any(a.name == name for a in attrs):
+                skipped[f"{table}: duplicate attribute"] += 1
+                continue
+            raw_dtype = _text(c.get("dtype")).lower()
+            dtype = canonical_dtype(raw_dtype)
+            if dtype is None:
+                skipped[f"{table}: unknown dtype {raw_dtype!r} read as str"] += 1
+                dtype = "str"
+            attrs.append(
+                Attribute(
+                    name=name,
+                    description=_text(c.get("description")),
+                    data_example=_text(c.get("data_example")),
+                    dtype=dtype,
+                    embeddable=_bool(c.get("embeddable")),
+                    query=_text(c.get("query")),
+                    embed_threshold=_number(c.get("embed_threshold"), float),
+                    embed_top_n=_number(c.get("embed_top_n"), int),
+                )
+            )
+            count += 1
+        return count
+
+    n_anchor_attrs = attributes("Anchor_attributes", "anchor", anchors, anchor_refs)
+
+    links: dict[str, dict[str, Any]] = {}
+    link_refs = _RefNames()
+    for row_id, c in _rows(tables["Links"]):
+        sentence = _text(c.get("sentence"))
+        if not sentence:
+            skipped[f"Links: {BLANK_ROW}"] += 1
+            continue
+        anchor1, anchor2 = anchor_refs.resolve(c.get("anchor1")), anchor_refs.resolve(c.get("anchor2"))
+        if anchor1 not in anchors or anchor2 not in anchors:
+            skipped["Links: unknown anchor1/anchor2"] += 1
+            continue
+        if sentence in links:
+            skipped["Links: duplicate sentence"] += 1
+            link_refs.add(row_id, sentence)
+            continue
+        link_refs.add(row_id, sentence)
+        links[sentence] = {
+            "sentence": sentence,
+            "anchor1": anchor1,
+            "anchor2": anchor2,
+            "description": _text(c.get("description")),
+            "query": _text(c.get("query")),
+            "anchor1_link_column_name": _text(c.get("anchor1_link_column_name")),
+            "anchor2_link_column_name": _text(c.get("anchor2_link_column_name")),
+            "has_direction": _bool(c.get("has_direction")),
+            "attributes": [],
+        }
+
+    n_link_attrs = attributes("Link_attributes", "link", links, link_refs)
+
+    queries: list[Query] = []
+    for _, c in _rows(tables["Queries"]):
+        name = _text(c.get("query_name"))
+        if not name:
+            skipped[f"Queries: {BLANK_ROW}"] += 1
+            continue
+        queries.append(Query(name=name, example=_text(c.get("query_example"))))
+
+    prompts: dict[str, Prompt] = {}
+    for _, c in _rows(tables["Prompts"]):
+        name = _text(c.get("name"))
+        if not name:
+            skipped[f"Prompts: {BLANK_ROW}"] += 1
+        elif name in prompts:
+            skipped["Prompts: duplicate name"] += 1
+        else:
+            prompts[name] = Prompt(name=name, text=_text(c.get("text")))
+
+    lifecycle: dict[str, LifecycleEvent] = {}
+    for _, c in _rows(tables["ConversationLifecycle"]):
+        event = _text(c.get("event"))
+        if not event:
+            skipped[f"ConversationLifecycle: {BLANK_ROW}"] += 1
+        elif event in lifecycle:
+            skipped["ConversationLifecycle: duplicate event"] += 1
+        else:
+            lifecycle[event] = LifecycleEvent(event=event, text=_text(c.get("text")))
+
+    dm = DataModel(
+        anchors=[Anchor(**{**a, "attributes": tuple(a["attributes"])}) for a in anchors.values()],
+        links=[Link(**{**lk, "attributes": tuple(lk["attributes"])}) for lk in links.values()],
+        queries=queries,
+        prompts=list(prompts.values()),
+        lifecycle=list(lifecycle.values()),
+    )
+    report.counts = {
+        "anchors": len(dm.anchors),
+        "anchor_attributes": n_anchor_attrs,
+        "links": len(dm.links),
+        "link_attributes": n_link_attrs,
+        "queries": len(queries),
+        "prompts": len(prompts),
+        "lifecycle_events": len(lifecycle),
+    }
+    return dm, report

@@ -1,0 +1,138 @@
+"""What a sync did, per anchor and link type: read / written / unchanged / deleted / skipped."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# Why a row (or a reference) did not become a node/edge. Keys of `TypeReport.skipped`.
+BLANK_ROW = "blank row"
+MISSING_ID = "missing id"
+DUPLICATE_ID = "duplicate id"
+MISSING_ENDPOINT = "missing endpoint"
+DANGLING = "dangling endpoint"
+UNRESOLVED_REF = "unresolved reference"
+DUPLICATE_EDGE = "duplicate edge"
+
+# Cell-level observations. Keys of `TypeReport.cells`.
+FORMULA_ERROR = "formula error read as empty"
+
+
+@dataclass
+class TypeReport:
+    kind: Literal["node", "edge"]
+    name: str
+    tables: list[str] = field(default_factory=list)
+    read: int = 0  # source rows (nodes, link-table edges) and references (foreign-key edges)
+    new: int = 0  # inserted, or back after being deleted
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0  # tombstoned: gone from the source
+    skipped: Counter[str] = field(default_factory=Counter)
+    cells: Counter[str] = field(default_factory=Counter)
+    dropped_columns: list[str] = field(default_factory=list)  # not described in the data model
+
+    @property
+    def written(self) -> int:
+        return self.new + self.updated
+
+    @property
+    def loaded(self) -> int:
+        """Live rows of this type after the sync."""
+        return self.new + self.updated + self.unchanged
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tables": self.tables,
+            "read": self.read,
+            "loaded": self.loaded,
+            "written": self.written,
+            "new": self.new,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "deleted": self.deleted,
+            "skipped": dict(sorted(self.skipped.items())),
+            "cells": dict(sorted(self.cells.items())),
+            "dropped_columns": self.dropped_columns,
+        }
+
+
+@dataclass
+class DataModelReport:
+    counts: dict[str, int] = field(default_factory=dict)  # anchors, links, attributes, …
+    skipped: Counter[str] = field(default_factory=Counter)
+    missing_tables: list[str] = field(default_factory=list)  # optional tables not in the document
+    changed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.counts,
+            "skipped": dict(sorted(self.skipped.items())),
+            "missing_tables": self.missing_tables,
+            "changed": self.changed,
+        }
+
+
+@dataclass
+class SyncReport:
+    sources: dict[str, str] = field(default_factory=dict)
+    data_model: DataModelReport = field(default_factory=DataModelReport)
+    nodes: dict[str, TypeReport] = field(default_factory=dict)
+    edges: dict[str, TypeReport] = field(default_factory=dict)
+    ignored_tables: list[str] = field(default_factory=list)  # not Anchor_*/Link_*, or not in the model
+    missing_tables: list[str] = field(default_factory=list)  # anchors without an Anchor_<noun> table
+    notes: list[str] = field(default_factory=list)
+    data_model_only: bool = False
+    unchanged_early: bool = False  # Grist said neither document changed since the last sync
+    seconds: float = 0.0
+    version: int | None = None  # highest staging version after the sync
+    run_id: int | None = None
+
+    def node(self, noun: str) -> TypeReport:
+        return self.nodes.setdefault(noun, TypeReport("node", noun))
+
+    def edge(self, sentence: str) -> TypeReport:
+        return self.edges.setdefault(sentence, TypeReport("edge", sentence))
+
+    @staticmethod
+    def _total(reports: dict[str, TypeReport]) -> dict[str, Any]:
+        skipped: Counter[str] = Counter()
+        for r in reports.values():
+            skipped.update(r.skipped)
+        return {
+            "read": sum(r.read for r in reports.values()),
+            "loaded": sum(r.loaded for r in reports.values()),
+            "written": sum(r.written for r in reports.values()),
+            "unchanged": sum(r.unchanged for r in reports.values()),
+            "deleted": sum(r.deleted for r in reports.values()),
+            "skipped": dict(sorted(skipped.items())),
+        }
+
+    @property
+    def rows_read(self) -> int:
+        return sum(r.read for r in self.nodes.values()) + sum(r.read for r in self.edges.values())
+
+    @property
+    def changed(self) -> bool:
+        rows = [*self.nodes.values(), *self.edges.values()]
+        return self.data_model.changed or any(r.written or r.deleted for r in rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "changed": self.changed,
+            "unchanged_early": self.unchanged_early,
+            "data_model_only": self.data_model_only,
+            "sources": self.sources,
+            "data_model": self.data_model.to_dict(),
+            "nodes": {k: v.to_dict() for k, v in sorted(self.nodes.items())},
+            "edges": {k: v.to_dict() for k, v in sorted(self.edges.items())},
+            "totals": {"nodes": self._total(self.nodes), "edges": self._total(self.edges)},
+            "ignored_tables": self.ignored_tables,
+            "missing_tables": self.missing_tables,
+            "notes": self.notes,
+            "seconds": round(self.seconds, 3),
+            "rows_per_s": round(self.rows_read / self.seconds, 1) if self.seconds > 0 else None,
+            "version": self.version,
+            "run_id": self.run_id,
+        }

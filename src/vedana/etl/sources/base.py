@@ -1,0 +1,135 @@
+"""What every source yields: tables of rows with Grist column types, decoded to plain values.
+
+A source reads one document (the Data Model or the data). Whatever the wire format, a cell
+reaches the normaliser as one of:
+
+- `None` (empty), `str`, `int`, `float`, `bool`;
+- `list` of such values (ChoiceList, a formula returning a list);
+- `Ref` for Ref/RefList columns: row ids (API, `.grist`) and/or display labels (CSV);
+- `CELL_ERROR` for a formula that failed (treated as empty and counted, never as text).
+
+Dates arrive as ISO text (`2024-03-15`), date-times as ISO 8601 text in UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+HELPER_PREFIX = "gristHelper_"
+SYSTEM_COLUMNS = frozenset({"id", "manualSort"})
+
+
+def is_helper_column(column_id: str) -> bool:
+    """Grist's own columns, which never become properties."""
+    return column_id in SYSTEM_COLUMNS or column_id.startswith(HELPER_PREFIX)
+
+
+class _CellError:
+    """A formula cell that failed to compute (`#NameError` and the like)."""
+
+    _instance: _CellError | None = None
+
+    def __new__(cls) -> _CellError:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "CELL_ERROR"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+CELL_ERROR = _CellError()
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A Ref or RefList cell: row ids of the target table and/or their display labels.
+
+    API and `.grist` sources give `row_ids` (plus `labels` when Grist's display helper column is
+    there); CSV sources give only `labels`. Empty references have neither.
+    """
+
+    row_ids: tuple[int, ...] = ()
+    labels: tuple[str, ...] = ()
+    many: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.row_ids or self.labels)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column's id and Grist type (`Text`, `Numeric`, `Ref:Anchors`, …; "" when unknown)."""
+
+    id: str
+    type: str = ""
+    is_formula: bool = False
+    # For Ref/RefList: the target column whose value Grist shows (and exports) for the reference.
+    visible_col: str = ""
+
+    @property
+    def ref_table(self) -> str | None:
+        kind, _, target = self.type.partition(":")
+        return target if kind in ("Ref", "RefList") and target else None
+
+    @property
+    def is_ref_list(self) -> bool:
+        return self.type.startswith("RefList:")
+
+    @property
+    def base_type(self) -> str:
+        return self.type.partition(":")[0]
+
+
+@dataclass
+class RawTable:
+    """One table: its columns (known before any row is read) and a one-shot row iterator.
+
+    `rows()` yields `(row_id, cells)`; row ids are Grist's for the API and `.grist` sources and
+    the 1-based data line number for CSV sources. `row_count` is known up front when cheap.
+    """
+
+    name: str
+    columns: dict[str, Column]
+    _rows: Any = field(repr=False, default=None)  # a callable returning the iterator
+    row_count: int | None = None
+
+    def rows(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        return self._rows() if self._rows is not None else iter(())
+
+    def column(self, name: str) -> Column | None:
+        """The column by exact id, else case-insensitively (Grist column ids are unique
+        ignoring case)."""
+        found = self.columns.get(name)
+        if found is None:
+            lowered = name.lower()
+            found = next((c for c in self.columns.values() if c.id.lower() == lowered), None)
+        return found
+
+
+class Source(Protocol):
+    """One Grist document (or a folder/file standing in for one)."""
+
+    kind: str  # "grist-api" | "grist-csv" | "grist-file" | "csv-folder"
+
+    def describe(self) -> str:
+        """A short human description, free of secrets."""
+        ...
+
+    def table_names(self) -> list[str]: ...
+
+    def table(self, name: str) -> RawTable | None:
+        """The table's columns and rows, or None when the document has no such table."""
+        ...
+
+    def state(self) -> str | None:
+        """An identifier of the document's current content (Grist's latest action hash), or
+        None when the source cannot tell cheaply."""
+        ...
+
+    def close(self) -> None: ...

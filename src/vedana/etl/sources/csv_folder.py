@@ -1,0 +1,63 @@
+"""A local folder of CSV files, one per table, named like the tables (`Anchors.csv`,
+`Anchor_person.csv`, `Link_person_has_interest.csv`, …), shaped like Grist's CSV export.
+
+There are no column types: every cell is text, the data model's `dtype` casts it, and link
+columns are known from the data model (`anchor1_link_column_name`, …). A Ref/RefList cell holds
+the referenced row's display value; in a folder that is the target's node id (comma-separated
+for a RefList); when a value is not a node id, the target's first column is tried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from vedana.errors import SourceError
+from vedana.etl.sources.base import Column, RawTable
+from vedana.etl.sources.cells import from_text
+from vedana.etl.sources.csv_rows import csv_records
+
+
+class CsvFolderSource:
+    kind = "csv-folder"
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise SourceError(f"no such folder: {self.folder}; check the path")
+        self._files = {p.stem: p for p in sorted(self.folder.glob("*.csv")) if p.is_file()}
+
+    def describe(self) -> str:
+        return f"CSV folder {self.folder}"
+
+    def table_names(self) -> list[str]:
+        return list(self._files)
+
+    def table(self, name: str) -> RawTable | None:
+        path = self._files.get(name)
+        if path is None:
+            return None
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            header, _ = csv_records(handle)
+        columns = {h: Column(id=h) for h in header if h}
+
+        def rows() -> Iterator[tuple[int, dict[str, Any]]]:
+            try:
+                with path.open(encoding="utf-8-sig", newline="") as handle:
+                    _, records = csv_records(handle)
+                    for line_no, row in enumerate(records, start=1):
+                        yield (
+                            line_no,
+                            {h: from_text(v, columns[h]) for h, v in zip(header, row, strict=False) if h},
+                        )
+            except UnicodeDecodeError:
+                raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
+
+        return RawTable(name=name, columns=columns, _rows=rows)
+
+    def state(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,223 @@
+"""`sync`: the data model and the data from Grist (or a `.grist` file, or CSV) into Postgres staging.
+
+One run = one Postgres transaction under the writer lock, logged in the run log:
+
+1. ask the Grist server for each document's latest action hash (`/states`); when both equal
+   the hashes stored by the last successful sync, stop early — nothing changed;
+2. read the Data Model document, store it if it differs from the stored one;
+3. unless `data_model_only`: plan the data document's tables, stream every `Anchor_*` table
+   into nodes, then `Link_*` tables and link columns into edges (`vedana.etl.normalize`), and
+   write the difference to staging (`vedana.etl.staging_write`);
+4. store the action hashes and commit.
+
+Any error rolls the whole transaction back: staging stays as the previous sync left it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vedana.etl.data_model import read_data_model
+from vedana.etl.normalize import Normalizer, plan_tables
+from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
+from vedana.etl.sources import Source, open_source
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+    from vedana.config import Settings
+
+__all__ = ["SyncReport", "sync"]
+
+ProgressCallback = Callable[[str, int, "int | None"], None]
+
+STATE_KEY = "sync.grist_states"
+# Bump when normalisation changes, so an unchanged Grist document is still read again once.
+NORMALIZE_VERSION = 1
+_PROGRESS_EVERY = 500
+
+
+def sync(
+    settings: Settings,
+    *,
+    data_model: str | Path | Source | None = None,
+    data: str | Path | Source | None = None,
+    csv: bool = False,
+    data_model_only: bool = False,
+    on_progress: ProgressCallback | None = None,
+) -> SyncReport:
+    """Sync the data model (and, unless `data_model_only`, the data) into staging.
+
+    `data_model` / `data`: a folder of CSV files, a `.grist` file, or a Grist document id on
+    `settings.grist_server_url` (read over the API, or via its CSV export with `csv=True`);
+    None means the configured `GRIST_DATA_MODEL_DOC_ID` / `GRIST_DATA_DOC_ID`.
+    """
+    from vedana.stores.postgres import get_engine
+    from vedana.stores.run_log import record_run
+    from vedana.stores.staging import writer_lock
+
+    started = time.monotonic()
+    progress = on_progress or _no_progress
+    sources: list[Source] = []
+    try:
+        model_source = open_source(data_model, role="data_model", settings=settings, csv=csv)
+        sources.append(model_source)
+        data_source = None
+        if not data_model_only:
+            data_source = open_source(data, role="data", settings=settings, csv=csv)
+            sources.append(data_source)
+        report = SyncReport(data_model_only=data_model_only)
+        report.sources = {"data_model": model_source.describe()}
+        if data_source is not None:
+            report.sources["data"] = data_source.describe()
+
+        engine = get_engine(settings)
+        with record_run(engine, "sync", source="; ".join(report.sources.values())) as run:
+            report.run_id = run.id
+            with writer_lock(engine):
+                progress("check for changes", 0, None)
+                states = _current_states(model_source, data_source)
+                with engine.begin() as conn:
+                    if _unchanged_since_last_sync(conn, states, data_model_only):
+                        report.unchanged_early = True
+                        run.status = "unchanged"
+                    else:
+                        _sync_into(conn, model_source, data_source, report, progress)
+                        _store_states(conn, states, data_model_only)
+            report.seconds = time.monotonic() - started
+            run.counts = _run_counts(report)
+        return report
+    finally:
+        for source in sources:
+            source.close()
+
+
+def _no_progress(stage: str, done: int, total: int | None) -> None:
+    del stage, done, total
+
+
+# --- early stop on unchanged documents ------------------------------------------------------
+
+
+def _current_states(model: Source, data: Source | None) -> dict[str, str | None]:
+    """Per document: "<source>@<latest action hash>", or None when the source cannot tell."""
+
+    def state(source: Source) -> str | None:
+        value = source.state()
+        return f"{source.describe()}@{value}" if value else None
+
+    states = {"data_model": state(model)}
+    if data is not None:
+        states["data"] = state(data)
+    return states
+
+
+def _unchanged_since_last_sync(
+    conn: Connection, states: dict[str, str | None], data_model_only: bool
+) -> bool:
+    from vedana.stores.staging import get_state
+
+    if not all(states.values()):
+        return False
+    stored = get_state(conn, STATE_KEY) or {}
+    if stored.get("normalize_version") != NORMALIZE_VERSION:
+        return False
+    keys = ["data_model"] if data_model_only else ["data_model", "data"]
+    return all(stored.get(k) == states.get(k) for k in keys)
+
+
+def _store_states(conn: Connection, states: dict[str, str | None], data_model_only: bool) -> None:
+    from vedana.stores.staging import get_state, set_state
+
+    stored = get_state(conn, STATE_KEY) or {}
+    value = {"normalize_version": NORMALIZE_VERSION, "data_model": states["data_model"]}
+    # A model-only sync leaves the data as it was, so the data document's hash stays valid.
+    value["data"] = stored.get("data") if data_model_only else states.get("data")
+    set_state(conn, STATE_KEY, value)
+
+
+# --- the sync itself ------------------------------------------------------------------------
+
+
+def _sync_into(
+    conn: Connection,
+    model_source: Source,
+    data_source: Source | None,
+    report: SyncReport,
+    progress: ProgressCallback,
+) -> None:
+    from vedana.etl.staging_write import StagingWriter
+    from vedana.stores.staging import load_data_model, save_data_model
+
+    progress("data model", 0, None)
+    dm, report.data_model = read_data_model(model_source)
+    stored = load_data_model(conn, required=False)
+    report.data_model.changed = stored.to_dict() != dm.to_dict()
+    if report.data_model.changed:
+        save_data_model(conn, dm)
+    progress("data model", 1, 1)
+    if data_source is None:
+        return
+
+    plan = plan_tables(dm, data_source)
+    report.ignored_tables = plan.ignored
+    report.missing_tables = plan.missing
+    for anchor in dm.anchors:
+        report.node(anchor.noun)
+    for link in dm.links:
+        report.edge(link.sentence)
+
+    normalizer = Normalizer(dm, report)
+    normalizer.prepare(plan)
+    writer = StagingWriter(conn)
+    for anchor, table in plan.anchors:
+        stats = report.node(anchor.noun)
+        for node in normalizer.nodes(anchor, table):
+            writer.add_node(node)
+            if stats.read % _PROGRESS_EVERY == 0:
+                progress(table.name, stats.read, table.row_count)
+        progress(table.name, stats.read, table.row_count or stats.read)
+    for table, candidates in plan.links:
+        done = 0
+        for edge in normalizer.link_table_edges(table, candidates):
+            writer.add_edge(edge)
+            done += 1
+            if done % _PROGRESS_EVERY == 0:
+                progress(table.name, done, table.row_count)
+        progress(table.name, done, table.row_count or done)
+    for edge in normalizer.foreign_key_edges():
+        writer.add_edge(edge)
+    normalizer.finish()
+
+    progress("write staging", 0, 1)
+    result = writer.apply()
+    for noun, counts in result.nodes.items():
+        _apply_counts(report.node(noun), counts)
+    for sentence, counts in result.edges.items():
+        stats = report.edge(sentence)
+        _apply_counts(stats, counts)
+        if counts.duplicates:
+            stats.skipped[DUPLICATE_EDGE] += counts.duplicates
+    report.version = result.version
+    progress("write staging", 1, 1)
+
+
+def _apply_counts(stats: TypeReport, counts: Any) -> None:
+    stats.new, stats.updated, stats.unchanged = counts.new, counts.updated, counts.unchanged
+    stats.deleted = counts.deleted
+
+
+def _run_counts(report: SyncReport) -> dict[str, Any]:
+    data = report.to_dict()
+    return {
+        "changed": data["changed"],
+        "unchanged_early": data["unchanged_early"],
+        "data_model_only": data["data_model_only"],
+        "nodes": data["totals"]["nodes"],
+        "edges": data["totals"]["edges"],
+        "seconds": data["seconds"],
+        "version": data["version"],
+    }
