@@ -33,6 +33,27 @@ def agent_settings(settings: Settings, fake_llm: FakeLLM) -> Settings:
     )
 
 
+@pytest.fixture(scope="session")
+def local_embedder(settings: Settings):  # -> vedana.embeddings.Embedder
+    """The bundled all-MiniLM-L6-v2, loaded once for the session."""
+    from vedana.embeddings import get_embedder
+
+    return get_embedder(settings)
+
+
+@pytest.fixture
+def indexed_kb(graph: GraphStore, pg_engine, settings: Settings, local_embedder) -> DataModel:
+    """The hand-built knowledge base put into staging and indexed by `vedana index`: graph and
+    real embeddings."""
+    from support.agent_kb import put_into_staging
+    from vedana.etl.index import index
+
+    dm = data_model()
+    put_into_staging(pg_engine, dm)
+    index(settings, full=True, engine=pg_engine, graph=graph, embedder=local_embedder)
+    return dm
+
+
 @pytest.fixture
 def kb(graph: GraphStore, pg_engine) -> DataModel:
     """The hand-built knowledge base, saved as the synced data model and loaded into the graph."""

@@ -262,3 +262,46 @@ def test_no_api_key_is_one_clear_error(settings: Settings, monkeypatch: pytest.M
         ask(settings.model_copy(update={"model": "gpt-4.1-mini", "llm_api_base": None}), "q")
     with pytest.raises(LLMError, match="no language model is configured"):
         ask(settings.model_copy(update={"model": " "}), "q")
+
+
+def test_happy_path_vector_search_then_cypher_with_the_right_rows_reaching_the_model(
+    agent_settings: Settings, fake_llm: FakeLLM, graph: GraphStore, indexed_kb: DataModel, local_embedder
+) -> None:
+    fake_llm.filter.append(structured(SELECT_PEOPLE_AND_ANIMALS))
+    fake_llm.agent.append(
+        tool_calls(("vector_text_search", {"label": "Animal", "property": "name", "text": "quokkas"}))
+    )
+
+    def follow_the_best_hit(body: dict[str, Any]) -> dict[str, Any]:
+        results = [json.loads(m["content"]) for m in tool_messages(body)]
+        if len(results) == 1:
+            best = results[0]["hits"][0]["node_id"]
+            query = (
+                f"MATCH (p:Person)-[:LIKES]->(:Animal {{id: '{best}'}}) RETURN p.name AS name ORDER BY name"
+            )
+            return tool_calls(("cypher", {"query": query}))
+        return answer("Quokkas are liked by " + ", ".join(r["name"] for r in results[1]["rows"]) + ".")
+
+    fake_llm.agent.append(follow_the_best_hit)
+
+    result = ask(agent_settings, "Who likes quokkas?", graph=graph, embedder=local_embedder)
+
+    vector_result = json.loads(tool_messages(fake_llm.agent_requests[1])[0]["content"])
+    assert vector_result["hits"][0]["node_id"] == "a1"
+    assert vector_result["hits"][0]["value"] == "quokka"
+    assert vector_result["hits"][0]["attributes"] == {"name": "quokka", "kind": "marsupial"}
+    assert "embedding" not in json.dumps(vector_result)
+    cypher_rows = json.loads(tool_messages(fake_llm.agent_requests[2])[1]["content"])["rows"]
+    assert cypher_rows == [{"name": "Ada Okafor"}, {"name": "Chen Wei"}, {"name": "Dana Novak"}]
+    assert result.answer == "Quokkas are liked by Ada Okafor, Chen Wei, Dana Novak."
+
+    search, query = result.trace.tool_calls
+    assert (search.name, search.kind, search.top_n, search.round) == ("vector_text_search", "node", 10, 1)
+    assert search.hits[0]["node_id"] == "a1" and 0 < search.hits[0]["score"] <= 1
+    assert (query.name, query.rows, query.truncated, query.round) == ("cypher", 3, False, 2)
+    trace = result.to_dict()["trace"]
+    assert trace["usage"]["openai/agent"]["calls"] == 3
+    assert trace["usage"]["openai/filter"]["calls"] == 1
+    assert trace["usage"]["openai/agent"]["prompt_tokens"] > 0
+    assert trace["usage"]["openai/agent"]["cost_usd"] is None  # a price litellm does not know
+    assert trace["timings"]["total_s"] >= trace["timings"]["llm_s"] > 0

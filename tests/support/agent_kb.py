@@ -82,3 +82,19 @@ def save(engine, dm: DataModel) -> None:  # engine: sqlalchemy.Engine
 
     with engine.begin() as conn:
         save_data_model(conn, dm)
+
+
+def put_into_staging(engine, dm: DataModel) -> None:  # engine: sqlalchemy.Engine
+    """The same knowledge base as staging rows, the way `vedana sync` leaves them, so that
+    `vedana index` builds its graph and vectors."""
+    from support.staging_rows import put_data_model, put_edge, put_node, reset_staging
+
+    reset_staging(engine)
+    put_data_model(engine, dm)
+    with engine.begin() as conn:
+        for pid, name, age in PEOPLE:
+            put_node(conn, "Person", pid, {"name": name, "age": age})
+        for aid, name, kind in ANIMALS:
+            put_node(conn, "Animal", aid, {"name": name, "kind": kind})
+        for pid, aid, since in LIKES:
+            put_edge(conn, "LIKES", "Person", pid, "Animal", aid, {"since": since})

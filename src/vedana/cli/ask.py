@@ -1,10 +1,203 @@
-"""`vedana ask` (placeholder until its issue lands)."""
+"""`vedana ask "question"`: the answer on stdout, then the technical trace on stderr."""
 
 from __future__ import annotations
 
-from vedana.errors import VedanaError
+import sys
+from typing import Annotated, Any
+
+import typer
 
 
-def ask() -> None:
-    """Not built yet."""
-    raise VedanaError("`vedana ask` is not available yet")
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, in quotes.", show_default=False)],
+    json_: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document with the answer and the trace.")
+    ] = False,
+    no_trace: Annotated[bool, typer.Option("--no-trace", help="Print only the answer.")] = False,
+    no_filter: Annotated[
+        bool,
+        typer.Option("--no-filter", help="Skip the data-model filter step (ENABLE_DM_FILTERING=false)."),
+    ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="litellm model for the agent (MODEL).", show_default=False),
+    ] = None,
+    filter_model: Annotated[
+        str | None,
+        typer.Option(
+            "--filter-model", help="litellm model for the filter step (FILTER_MODEL).", show_default=False
+        ),
+    ] = None,
+) -> None:
+    """Answer a question from the knowledge base, then show how: the filter's selection, every
+    tool call, tokens, cost and timings.
+
+    Examples:
+
+        vedana ask "Who likes quokkas?"
+
+        vedana ask "How many people live in Lisbon?" --json
+
+        vedana ask "Which regulations cite document 4?" --model openrouter/openai/gpt-4.1-mini --no-filter
+    """
+    from vedana.agent import ask as answer_question
+    from vedana.cli.output import print_json
+    from vedana.config import get_settings, override_settings
+    from vedana.redaction import redact
+
+    override_settings(model=model, filter_model=filter_model)
+    result = answer_question(get_settings(), question, use_filter=False if no_filter else None)
+    data = result.to_dict()
+    if json_:
+        if no_trace:
+            data.pop("trace")
+        print_json(data)
+        return
+    sys.stdout.write(redact(result.answer).rstrip() + "\n")
+    sys.stdout.flush()
+    if not no_trace:
+        if sys.stderr.isatty():
+            _print_rich_trace(data["trace"])
+        else:
+            sys.stderr.write(redact(plain_trace(data["trace"])) + "\n")
+
+
+# -- trace rendering (from the trace dict, so --json and the screen show the same data) ----------
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
+def _clip(text: str, width: int = 90) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def filter_summary(f: dict[str, Any]) -> list[str]:
+    if not f["enabled"]:
+        return ["off: the agent saw the full data model"]
+    kept, total = f["kept"], f["total"]
+    parts = ", ".join(f"{kept.get(k, 0)}/{total.get(k, 0)} {k.replace('_', ' ')}" for k in total)
+    lines = [f"{f.get('model') or '?'}: kept {parts} in {_seconds(f.get('elapsed_s'))}"]
+    if f["fallback"]:
+        lines.append(f"FALLBACK to the full data model: {f.get('error')}")
+    if f.get("reasoning"):
+        lines.append(f"reasoning: {_clip(f['reasoning'], 200)}")
+    for kind, names in (f.get("ignored") or {}).items():
+        lines.append(f"ignored (not in the data model) {kind}: {', '.join(map(str, names))}")
+    if f.get("dropped_links"):
+        lines.append(f"dropped links (an end was not kept): {', '.join(f['dropped_links'])}")
+    return lines
+
+
+def tool_arguments(call: dict[str, Any]) -> str:
+    args = call["arguments"]
+    if call["name"] == "cypher":
+        return _clip(args.get("query", args))
+    if call["name"] == "vector_text_search":
+        extra = f" (threshold {call.get('threshold')}, top {call.get('top_n')})" if call.get("top_n") else ""
+        return _clip(f"{args.get('label')}.{args.get('property')} ≈ {args.get('text')!r}{extra}")
+    return _clip(str(args))
+
+
+def tool_result(call: dict[str, Any]) -> str:
+    if call.get("error"):
+        prefix = "REFUSED" if call.get("refused") else "error"
+        return f"{prefix}: {_clip(call['error'], 70)}"
+    if call["name"] == "cypher" and call.get("rows") is not None:
+        return f"{call['rows']} rows" + (" (TRUNCATED)" if call.get("truncated") else "")
+    if call.get("hits") is not None:
+        hits = call["hits"]
+        shown = ", ".join(f"{_hit_id(h)} {h.get('score')}" for h in hits[:3])
+        return f"{len(hits)} hits" + (f": {shown}" if shown else "") + (" …" if len(hits) > 3 else "")
+    return f"{call.get('result_chars', 0)} chars"
+
+
+def _hit_id(hit: dict[str, Any]) -> str:
+    if hit.get("node_id") is not None:
+        return str(hit["node_id"])
+    return f"{hit.get('from_node_id')}->{hit.get('to_node_id')}"
+
+
+def usage_rows(trace: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    rows = []
+    for model, u in trace["usage"].items():
+        cost = "unknown" if u["cost_usd"] is None else f"${u['cost_usd']:.5f}"
+        rows.append((model, str(u["calls"]), str(u["prompt_tokens"]), str(u["completion_tokens"]), cost))
+    return rows
+
+
+def timing_line(trace: dict[str, Any]) -> str:
+    t = trace["timings"]
+    rounds = f"{trace['rounds']} tool round(s)"
+    if trace["finalized"]:
+        rounds += ", round limit reached: finalised"
+    if trace["no_answer"]:
+        rounds += ", no answer found"
+    return (
+        f"total {_seconds(t['total_s'])} · in the LLM {_seconds(t['llm_s'])} · "
+        f"outside the LLM {_seconds(t['outside_llm_s'])} · {rounds}"
+    )
+
+
+def plain_trace(trace: dict[str, Any]) -> str:
+    lines = ["", "--- trace ---", "filter:"]
+    lines += [f"  {line}" for line in filter_summary(trace["filter"])]
+    lines.append(f"tool calls: {len(trace['tool_calls'])}")
+    for call in trace["tool_calls"]:
+        lines.append(
+            f"  {call['index'] + 1}. [round {call['round']}] {call['name']} {tool_arguments(call)} -> "
+            f"{tool_result(call)} in {_seconds(call['elapsed_s'])}"
+        )
+    lines.append("models:")
+    for model, calls, prompt, completion, cost in usage_rows(trace):
+        lines.append(
+            f"  {model}: {calls} calls, {prompt} prompt + {completion} completion tokens, cost {cost}"
+        )
+    if trace.get("prompts_overridden"):
+        lines.append(f"prompts from the Prompts table: {', '.join(trace['prompts_overridden'])}")
+    lines.append(f"time: {timing_line(trace)}")
+    return "\n".join(lines)
+
+
+def _print_rich_trace(trace: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from vedana.cli.output import stderr_console
+    from vedana.redaction import redact
+
+    console = stderr_console()
+    console.rule("[dim]trace[/]", style="dim")
+    for i, line in enumerate(filter_summary(trace["filter"])):
+        style = (
+            "bold red" if line.startswith("FALLBACK") else ("yellow" if line.startswith("ignored") else "")
+        )
+        label = "[bold]filter[/]  " if i == 0 else "        "
+        console.print(
+            label + f"[{style}]{redact(line)}[/]" if style else label + redact(line), highlight=False
+        )
+    tools = Table(title=None, show_edge=False, header_style="bold", expand=False)
+    for column in ("#", "round", "tool", "arguments", "result", "time"):
+        tools.add_column(column, overflow="fold")
+    for call in trace["tool_calls"]:
+        result = tool_result(call)
+        tools.add_row(
+            str(call["index"] + 1),
+            str(call["round"]),
+            call["name"],
+            redact(tool_arguments(call)),
+            f"[red]{redact(result)}[/]" if call.get("error") else redact(result),
+            _seconds(call["elapsed_s"]),
+        )
+    if trace["tool_calls"]:
+        console.print(tools)
+    usage = Table(show_edge=False, header_style="bold")
+    for column in ("model", "calls", "prompt tokens", "completion tokens", "cost"):
+        usage.add_column(column)
+    for row in usage_rows(trace):
+        usage.add_row(*row)
+    console.print(usage)
+    if trace.get("prompts_overridden"):
+        console.print(f"prompts from the Prompts table: {', '.join(trace['prompts_overridden'])}")
+    console.print(f"[dim]{timing_line(trace)}[/]")
