@@ -17,14 +17,13 @@ from vedana.embeddings.base import batches_by_budget, check_vectors
 from vedana.errors import EmbeddingError
 from vedana.redaction import redact
 
+MAX_BACKOFF_S = 30.0
 # Dimensions of well-known models, so no request is needed to learn them.
 KNOWN_DIMS = {
     "text-embedding-3-large": 3072,
     "text-embedding-3-small": 1536,
     "text-embedding-ada-002": 1536,
 }
-# Models that accept a `dimensions` request parameter (shortened embeddings).
-_SHORTENABLE = ("text-embedding-3",)
 
 
 def _bare_name(model: str) -> str:
@@ -73,20 +72,30 @@ class RemoteEmbedder:
         return vectors
 
     def _call_args(self) -> dict[str, Any]:
-        args: dict[str, Any] = {"timeout": self.timeout_s, "max_retries": 0}  # retries are ours
-        if self._requested_dim and (
-            self.model.startswith("openai/") or _bare_name(self.model).startswith(_SHORTENABLE)
-        ):
+        # Retries are ours (below); the SDK's hidden ones would multiply them.
+        args: dict[str, Any] = {"timeout": self.timeout_s, "max_retries": _NoRetries()}
+        if self._requested_dim:
             args["dimensions"] = self._requested_dim
+            if self.model.startswith("openai/"):
+                # An OpenAI-compatible server: litellm would refuse `dimensions` for a model
+                # name it does not know, but the user asked for it.
+                args["allowed_openai_params"] = ["dimensions"]
+            else:
+                # Providers that cannot shorten vectors drop it; the size check then says so.
+                args["drop_params"] = True
         if self.api_base:
             args["api_base"] = self.api_base
             if self.model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
                 args["api_key"] = "unused"  # a local OpenAI-compatible server needs no key
         return args
 
+    def _backoff(self, attempt: int) -> None:
+        """Exponential, capped, with jitter so parallel clients do not retry in step."""
+        delay = min(self.backoff_s * 2 ** (attempt - 1), MAX_BACKOFF_S)
+        self._sleep(delay + random.uniform(0, delay / 2))
+
     def _request(self, batch: list[str]) -> list[list[float]]:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-list download
-        import litellm
+        litellm = _litellm()
 
         retryable = (
             litellm.RateLimitError,
@@ -95,10 +104,11 @@ class RemoteEmbedder:
             litellm.APIConnectionError,
             litellm.Timeout,
         )
+        args = self._call_args()
         for attempt in range(1, self.max_attempts + 1):
             try:
                 self.requests += 1
-                response = litellm.embedding(model=self.model, input=batch, **self._call_args())
+                response = litellm.embedding(model=self.model, input=batch, **args)
                 break
             except retryable as exc:
                 if attempt == self.max_attempts:
@@ -106,12 +116,10 @@ class RemoteEmbedder:
                         f"embedding model {self.model} still failing after {attempt} attempts "
                         f"({_first_line(exc)}); check the provider's status or rate limits"
                     ) from None
-                delay = self.backoff_s * 2 ** (attempt - 1)
-                self._sleep(delay + random.uniform(0, delay / 2))
+                self._backoff(attempt)
             except litellm.APIError as exc:
-                if getattr(exc, "status_code", 0) >= 500 and attempt < self.max_attempts:
-                    delay = self.backoff_s * 2 ** (attempt - 1)
-                    self._sleep(delay + random.uniform(0, delay / 2))
+                if (getattr(exc, "status_code", 0) or 0) >= 500 and attempt < self.max_attempts:
+                    self._backoff(attempt)
                     continue
                 raise EmbeddingError(_failure(self.model, exc)) from None
             except Exception as exc:  # auth, bad request, unknown model: retrying will not help
@@ -120,6 +128,24 @@ class RemoteEmbedder:
         self.tokens_used += int(getattr(usage, "prompt_tokens", 0) or 0)
         items = sorted(response.data, key=lambda item: _field(item, "index") or 0)
         return [list(_field(item, "embedding")) for item in items]
+
+
+class _NoRetries(int):
+    """Zero retries that litellm keeps: it replaces a falsy `max_retries` with its default (2)."""
+
+    def __new__(cls) -> _NoRetries:
+        return super().__new__(cls, 0)
+
+    def __bool__(self) -> bool:
+        return True
+
+
+def _litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-list download
+    import litellm
+
+    litellm.suppress_debug_info = True  # no "Give Feedback" banners on our stdout
+    return litellm
 
 
 def _field(item: Any, name: str) -> Any:
