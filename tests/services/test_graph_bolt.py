@@ -1,0 +1,159 @@
+"""BoltGraph (the neo4j-driver path) against FalkorDB's Bolt port, and against a real Memgraph
+when MEMGRAPH_URI is set. FalkorDB's Bolt listener crashes on messages over ~4 KB, so batches
+here stay at a few small rows."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vedana.errors import CypherError, ServiceError
+from vedana.stores.embedded_falkordb import ensure_falkordb, stop_falkordb
+from vedana.stores.graph_bolt import BoltGraph, endpoint_id
+from vedana.stores.graph_falkordb import FalkorGraph
+
+BOLT_GRAPH_NAME = "falkordb"  # the graph FalkorDB's Bolt listener works on
+
+
+@pytest.fixture(scope="module")
+def bolt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BoltGraph, Path]]:
+    """A second embedded FalkorDB, also listening for Bolt on a free port <= 32767, and one
+    BoltGraph on it for the whole module: this Bolt listener stops accepting new connections
+    once a client has disconnected, so the test keeps a single driver open."""
+    home = tmp_path_factory.mktemp("bolt-home")
+    try:
+        for _attempt in range(10):
+            port = random.randint(20000, 32767)
+            try:
+                sock = ensure_falkordb(home, bolt_port=port)
+                break
+            except ServiceError as exc:
+                if "busy" not in str(exc):
+                    raise
+        else:
+            pytest.fail("no free Bolt port found")
+        store = BoltGraph(f"bolt://127.0.0.1:{port}")
+        try:
+            yield store, sock
+        finally:
+            store.close()
+    finally:
+        # Throwaway data: kill it rather than wait ~2 s for the Bolt listener to shut down
+        # (once a Bolt client has disconnected, the server stalls for ~2 s).
+        pid_file = home / "falkordb" / "redis.pid"
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        stop_falkordb(home)
+
+
+@pytest.fixture
+def bolt_graph(bolt_server: tuple[BoltGraph, Path]) -> BoltGraph:
+    store, _sock = bolt_server
+    store.clear()
+    return store
+
+
+def _load(graph, label: str) -> None:
+    people = [{"id": f"p{i}", "name": f"name {i}"} for i in range(5)]
+    assert (
+        graph.write_batches(
+            f"UNWIND $rows AS row MERGE (p:{label} {{id: row.id}}) SET p.name = row.name", people, 2
+        )
+        == 5
+    )
+    links = [{"src": "p0", "dst": "p1", "since": 2020}, {"src": "p1", "dst": "p2", "since": 2021}]
+    cypher = (
+        f"UNWIND $rows AS row MATCH (a:{label} {{id: row.src}}), (b:{label} {{id: row.dst}}) "
+        "MERGE (a)-[k:KNOWS]->(b) SET k.since = row.since"
+    )
+    assert graph.write_batches(cypher, links, 2) == 2
+
+
+def test_bolt_node_and_edge_round_trip(bolt_graph: BoltGraph) -> None:
+    _load(bolt_graph, "Person")
+    [row] = bolt_graph.query(
+        "MATCH (a:Person {id: $id})-[k:KNOWS]->(b) RETURN a, k, b, id(a) AS a_id, id(b) AS b_id", {"id": "p0"}
+    ).rows
+    assert row["a"] == {"labels": ["Person"], "properties": {"id": "p0", "name": "name 0"}}
+    assert row["b"] == {"labels": ["Person"], "properties": {"id": "p1", "name": "name 1"}}
+    assert row["k"] == {
+        "type": "KNOWS",
+        "properties": {"since": 2020},
+        "start": row["a_id"],
+        "end": row["b_id"],
+    }
+    assert bolt_graph.counts() == {"nodes": {"Person": 5}, "edges": {"KNOWS": 2}}
+
+
+def test_bolt_and_native_adapters_return_the_same_values(bolt_graph: BoltGraph, bolt_server) -> None:
+    _load(bolt_graph, "Person")
+    _store, sock = bolt_server
+    native = FalkorGraph(sock, graph_name=BOLT_GRAPH_NAME)
+    try:
+        for cypher in (
+            "MATCH (a:Person)-[k:KNOWS]->(b:Person) RETURN a, k, b ORDER BY a.id",
+            "MATCH p = (:Person {id: 'p0'})-[:KNOWS]->(:Person)-[:KNOWS]->(:Person) RETURN p",
+            "MATCH (p:Person) RETURN p.id AS id, size(p.name) AS n, [1, 2.5, 'x', null] AS mixed ORDER BY id",
+        ):
+            # Not read_only over Bolt here: FalkorDB's Bolt listener answers some READ-access
+            # queries with no rows (Memgraph honours READ access; see test_real_memgraph_round_trip).
+            via_bolt = bolt_graph.query(cypher)
+            via_socket = native.query(cypher, read_only=True)
+            assert via_bolt.columns == via_socket.columns
+            assert via_bolt.rows == via_socket.rows and via_bolt.rows
+    finally:
+        native.close()
+
+
+def test_bolt_row_limit_streams_and_truncates(bolt_graph: BoltGraph) -> None:
+    _load(bolt_graph, "Person")
+    result = bolt_graph.query("MATCH (p:Person) RETURN p.id AS id ORDER BY id", row_limit=2)
+    assert [r["id"] for r in result.rows] == ["p0", "p1"] and result.truncated
+    whole = bolt_graph.query("MATCH (p:Person) RETURN p.id AS id", row_limit=5)
+    assert len(whole.rows) == 5 and not whole.truncated
+
+
+def test_bolt_errors_and_index(bolt_graph: BoltGraph) -> None:
+    with pytest.raises(CypherError):
+        bolt_graph.query("MATCH (n) RETURN n.x +")
+    bolt_graph.ensure_index("Person")
+    bolt_graph.ensure_index("Person")
+    rows = bolt_graph.query("CALL db.indexes() YIELD label, properties RETURN label, properties").rows
+    assert rows == [{"label": "Person", "properties": ["id"]}]
+
+
+def test_unreachable_bolt_server_is_a_service_error() -> None:
+    with pytest.raises(ServiceError, match="MEMGRAPH_URI"):
+        BoltGraph("bolt://127.0.0.1:1")
+
+
+def test_element_ids_become_engine_ids() -> None:
+    assert [endpoint_id(e) for e in ("12", "node_7", "4:9f0c:33", "weird")] == [12, 7, 33, "weird"]
+
+
+@pytest.mark.memgraph
+@pytest.mark.skipif(not os.environ.get("MEMGRAPH_URI"), reason="needs a real Memgraph at MEMGRAPH_URI")
+def test_real_memgraph_round_trip() -> None:
+    graph = BoltGraph(
+        os.environ["MEMGRAPH_URI"], os.environ.get("MEMGRAPH_USER"), os.environ.get("MEMGRAPH_PWD")
+    )
+    label = f"VedanaTest_{uuid.uuid4().hex[:8]}"  # never touches anything but its own nodes
+    try:
+        assert graph.is_memgraph
+        graph.ensure_index(label)
+        graph.ensure_index(label)
+        _load(graph, label)
+        [row] = graph.query(f"MATCH (a:{label} {{id: 'p0'}})-[k:KNOWS]->(b) RETURN a, k, id(a) AS a_id").rows
+        assert row["a"]["properties"] == {"id": "p0", "name": "name 0"} and row["k"]["start"] == row["a_id"]
+        result = graph.query(f"MATCH (p:{label}) RETURN p.id AS id", read_only=True, row_limit=3)
+        assert len(result.rows) == 3 and result.truncated
+    finally:
+        graph.query(f"MATCH (n:{label}) DETACH DELETE n")
+        graph.query(f"DROP INDEX ON :{label}(id)")
+        graph.close()

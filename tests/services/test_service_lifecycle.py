@@ -1,0 +1,169 @@
+"""The embedded services' life: reuse, recovery after kill -9, one server under concurrent
+starts, stale pid files, long paths, and one-line errors for an unusable VEDANA_HOME."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import psutil
+import pytest
+import sqlalchemy as sa
+
+from vedana.errors import ServiceError
+from vedana.stores.embedded_falkordb import ensure_falkordb, falkordb_status, stop_falkordb
+from vedana.stores.embedded_postgres import data_dir, ensure_postgres, postgres_status, stop_postgres
+from vedana.stores.embedded_runtime import wait_for_exit
+from vedana.stores.graph_falkordb import FalkorGraph
+
+
+def _select_one(url: str) -> int:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return conn.exec_driver_sql("SELECT 1").scalar_one()
+    finally:
+        engine.dispose()
+
+
+def _live(processes: list[psutil.Process]) -> list[psutil.Process]:
+    return [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _postmasters(pgdata: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        if proc.info["name"] == "postgres" and "-D" in cmdline and str(pgdata) in cmdline:
+            found.append(proc)
+    return _live(found)
+
+
+def _redis_servers(sock: Path) -> list[psutil.Process]:
+    found = [
+        p for p in psutil.process_iter(["name", "cmdline"]) if str(sock) in " ".join(p.info["cmdline"] or [])
+    ]
+    return _live(found)
+
+
+def test_postgres_is_reused_and_recovers_from_kill_9(vedana_home: Path) -> None:
+    url = ensure_postgres(vedana_home)
+    pid = postgres_status(vedana_home)["pid"]
+    assert ensure_postgres(vedana_home) == url and postgres_status(vedana_home)["pid"] == pid
+
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for_exit(pid, 5)
+    assert postgres_status(vedana_home)["running"] is False
+
+    assert ensure_postgres(vedana_home) == url
+    status = postgres_status(vedana_home)
+    assert status["running"] and status["pid"] != pid
+    assert _select_one(url) == 1
+    assert len(_postmasters(data_dir(vedana_home))) == 1
+
+
+def test_falkordb_keeps_data_across_stop_and_recovers_from_kill_9(vedana_home: Path) -> None:
+    graph = FalkorGraph.embedded(vedana_home, graph_name="lifecycle")
+    try:
+        graph.clear()
+        graph.query("CREATE (:Probe {id: 'kept'})")
+        assert stop_falkordb(vedana_home) is True
+        assert falkordb_status(vedana_home)["running"] is False
+
+        ensure_falkordb(vedana_home)  # the snapshot written on stop is loaded again
+        assert graph.query("MATCH (p:Probe) RETURN p.id AS id").rows == [{"id": "kept"}]
+
+        pid = falkordb_status(vedana_home)["pid"]
+        os.kill(pid, signal.SIGKILL)
+        assert wait_for_exit(pid, 5)
+        sock = ensure_falkordb(vedana_home)
+        status = falkordb_status(vedana_home)
+        assert status["running"] and status["pid"] != pid
+        assert graph.query("MATCH (p:Probe) RETURN p.id AS id").rows == [{"id": "kept"}]
+        assert len(_redis_servers(sock)) == 1
+    finally:
+        graph.close()
+
+
+def test_stale_pid_files_naming_an_unrelated_live_process_are_recovered(vedana_home: Path) -> None:
+    stop_postgres(vedana_home)
+    stop_falkordb(vedana_home)
+    pgdata = data_dir(vedana_home)
+    # A pid reused by some other live process (here: this test process) after a crash.
+    (pgdata / "postmaster.pid").write_text(f"{os.getpid()}\n{pgdata}\n0\n5432\n{pgdata}\n\n0 0\nready\n")
+    (vedana_home / "falkordb" / "redis.pid").write_text(f"{os.getpid()}\n")
+    leftover = subprocess.run(
+        [sys.executable, "-c", _BIND_AND_EXIT, str(vedana_home / "falkordb" / "falkor.sock")]
+    )
+    assert leftover.returncode == 0 and (vedana_home / "falkordb" / "falkor.sock").exists()
+
+    assert _select_one(ensure_postgres(vedana_home)) == 1
+    ensure_falkordb(vedana_home)
+    assert postgres_status(vedana_home)["pid"] not in (None, os.getpid())
+    assert falkordb_status(vedana_home)["pid"] not in (None, os.getpid())
+
+
+# Leaves a socket file nobody listens on, as a crashed server does.
+_BIND_AND_EXIT = (
+    "import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); s.close()"
+)
+
+_START_BOTH = """
+import sys
+from pathlib import Path
+from vedana.stores.embedded_falkordb import ensure_falkordb
+from vedana.stores.embedded_postgres import ensure_postgres
+home = Path(sys.argv[1])
+print(ensure_postgres(home))
+print(ensure_falkordb(home))
+"""
+
+
+def test_concurrent_first_starts_in_a_long_home_start_one_server_each(tmp_path: Path) -> None:
+    home = tmp_path / ("h" * 60) / ("o" * 60)  # too long for a unix socket path
+    starters = [
+        subprocess.Popen([sys.executable, "-c", _START_BOTH, str(home)], stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    outputs = [p.communicate(timeout=120)[0] for p in starters]
+    try:
+        assert [p.returncode for p in starters] == [0, 0, 0]
+        assert len(set(outputs)) == 1
+        url, sock = outputs[0].split()
+        short_dir = Path(tempfile.gettempdir())
+        assert Path(sock).is_relative_to(short_dir) and not Path(sock).is_relative_to(home)
+        assert f"host={short_dir}/vedana-" in url
+        # The starters have exited; the servers outlive them, one of each.
+        assert len(_postmasters(data_dir(home))) == 1
+        assert len(_redis_servers(Path(sock))) == 1
+        assert _select_one(ensure_postgres(home)) == 1
+        assert str(ensure_falkordb(home)) == sock
+    finally:
+        stop_falkordb(home)
+        stop_postgres(home)
+    assert postgres_status(home)["running"] is False and falkordb_status(home)["running"] is False
+    assert not Path(sock).parent.exists()  # the short socket dir under /tmp is tidied away
+
+
+@pytest.mark.parametrize("ensure", [ensure_postgres, ensure_falkordb])
+def test_unusable_home_is_a_one_line_service_error(tmp_path: Path, ensure) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with pytest.raises(ServiceError) as raised:
+        ensure(blocker / "home")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "VEDANA_HOME" in message and str(blocker / "home") in message
+
+
+def test_read_only_home_is_a_one_line_service_error(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root writes through mode bits; the not-a-directory case covers root")
+    home = tmp_path / "ro"
+    home.mkdir(mode=0o500)
+    with pytest.raises(ServiceError, match="not writable"):
+        ensure_falkordb(home)
