@@ -105,7 +105,7 @@ def falkordb_status(home: Path) -> dict[str, Any]:
     return {
         "service": "falkordb",
         "running": state != "down",
-        "state": state,
+        "state": {"ready": "running", "loading": "loading", "down": "stopped"}[state],
         "pid": info.get("process_id") or _owned_pid(home, sock),
         "socket": str(sock) if state != "down" else None,
         "data_dir": str(folder),

@@ -84,6 +84,7 @@ def postgres_status(home: Path) -> dict[str, Any]:
     return {
         "service": "postgres",
         "running": running is not None,
+        "state": "running" if running else "stopped",
         "pid": info.pid if alive and info else None,
         "url": _url(running.socket_dir) if running else None,
         "socket": str(running.socket_dir / SOCKET_NAME) if running else None,

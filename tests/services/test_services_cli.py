@@ -1,0 +1,79 @@
+"""`vedana services status|start|stop` through the real CLI app, on a home of its own."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vedana.cli.app import app
+from vedana.config import Settings, reset_settings
+from vedana.ops.services import services_status
+from vedana.stores.embedded_falkordb import stop_falkordb
+from vedana.stores.embedded_postgres import stop_postgres
+
+VOLATILE = {"size_bytes"}  # a running server writes as it pleases
+
+
+@pytest.fixture
+def cli_home(tmp_path: Path) -> Iterator[Path]:
+    home = tmp_path / "cli-home"
+    yield home
+    reset_settings()  # --home lands in the process-wide settings overrides
+    stop_falkordb(home)
+    stop_postgres(home)
+
+
+def _invoke(*args: str) -> dict:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _stable(service: dict) -> dict:
+    return {k: v for k, v in service.items() if k not in VOLATILE}
+
+
+def test_status_start_stop_json(cli_home: Path) -> None:
+    before = _invoke("--home", str(cli_home), "services", "status", "--json")
+    assert before["home"] == str(cli_home)
+    assert before["postgres"]["running"] is False and before["falkordb"]["running"] is False
+    assert not cli_home.exists()  # status starts nothing and creates nothing
+
+    started = _invoke("--home", str(cli_home), "services", "start", "falkordb", "--json")
+    falkordb = started["falkordb"]
+    assert falkordb["running"] is True and falkordb["state"] == "running" and falkordb["in_use"] is True
+    assert isinstance(falkordb["pid"], int) and falkordb["socket"].endswith("falkor.sock")
+    assert falkordb["version"].count(".") == 2 and falkordb["redis_version"]
+    assert started["postgres"]["running"] is False
+
+    # --json prints exactly what the library returns.
+    library = services_status(
+        Settings(_env_file=None, vedana_home=cli_home, db_conn_uri=None, memgraph_uri=None)
+    )
+    again = _invoke("--home", str(cli_home), "services", "status", "--json")
+    for name in ("postgres", "falkordb"):
+        assert _stable(again[name]) == _stable(library[name])
+
+    assert _invoke("--home", str(cli_home), "services", "stop", "--json") == {
+        "postgres": False,
+        "falkordb": True,
+    }
+    after = _invoke("--home", str(cli_home), "services", "status", "--json")
+    assert after["falkordb"]["running"] is False and after["falkordb"]["pid"] is None
+
+
+def test_status_plain_text_lists_both_services(cli_home: Path) -> None:
+    result = CliRunner().invoke(app, ["--home", str(cli_home), "services", "status"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"home\t{cli_home}"
+    assert [line.split("\t")[:2] for line in lines[1:3]] == [["postgres", "stopped"], ["falkordb", "stopped"]]
+
+
+def test_stop_rejects_unknown_service(cli_home: Path) -> None:
+    result = CliRunner().invoke(app, ["--home", str(cli_home), "services", "stop", "mysql"])
+    assert result.exit_code == 2
