@@ -1,0 +1,134 @@
+"""`status`: recent runs from the run log and what the knowledge base holds now."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from vedana.ops import inventory
+from vedana.redaction import redact
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
+
+    from vedana.config import Settings
+    from vedana.stores.graph import GraphStore
+
+log = logging.getLogger(__name__)
+
+SUCCESS = ("ok", "unchanged")
+
+
+def _seconds(row: dict[str, Any]) -> float | None:
+    start, end = row.get("started_at"), row.get("finished_at")
+    if isinstance(start, datetime) and isinstance(end, datetime):
+        return round((end - start).total_seconds(), 3)
+    return None
+
+
+def run_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A run-log row as plain data (timestamps as ISO text)."""
+
+    def iso(value: Any) -> str | None:
+        return value.isoformat() if isinstance(value, datetime) else None
+
+    return {
+        "id": row["id"],
+        "kind": row["kind"],
+        "status": row["status"],
+        "started_at": iso(row.get("started_at")),
+        "finished_at": iso(row.get("finished_at")),
+        "seconds": _seconds(row),
+        "source": row.get("source") or "",
+        "counts": row.get("counts") or {},
+        "error": row.get("error"),
+    }
+
+
+def _last_success(conn: Connection, kind: str) -> dict[str, Any] | None:
+    from sqlalchemy import select
+
+    from vedana.stores.tables import runs
+
+    row = conn.execute(
+        select(runs)
+        .where(runs.c.kind == kind, runs.c.status.in_(SUCCESS))
+        .order_by(runs.c.id.desc())
+        .limit(1)
+    ).first()
+    return run_row(dict(row._mapping)) if row is not None else None
+
+
+def knowledge_base(settings: Settings, engine: Engine, graph: GraphStore | None = None) -> dict[str, Any]:
+    """Counts per type in staging, the graph and the vectors; the last successful sync, index
+    and run; the embedding model the vectors were made with and the one configured."""
+    from vedana.ops.lock import is_run_locked, read_holder
+    from vedana.stores.vectors import recorded_model
+
+    with engine.connect() as conn:
+        staging = inventory.staging_counts(conn)
+        version = inventory.staging_version(conn)
+        marks = inventory.watermarks(conn)
+        vectors = inventory.vector_counts(conn)
+        in_use = recorded_model(conn)
+        last = {kind: _last_success(conn, kind) for kind in ("sync", "index", "run")}
+    locked = is_run_locked(settings.home)
+    return {
+        "staging": {**staging, "version": version},
+        "graph": _graph_counts(settings, graph),
+        "vectors": vectors,
+        "indexed_version": marks.to_dict(),
+        "up_to_date": bool(marks.graph == version and marks.vectors == version),
+        "last_sync": last["sync"],
+        "last_index": last["index"],
+        "last_run": last["run"],
+        "embeddings": {
+            "in_use": None if in_use is None else {"model": in_use.model, "dim": in_use.dim},
+            "configured": {"model": _configured_model(settings), "dim": settings.embeddings_dim},
+        },
+        "run_lock": {"held": locked, "holder": read_holder(settings.home) if locked else None},
+    }
+
+
+def _graph_counts(settings: Settings, graph: GraphStore | None) -> dict[str, Any]:
+    try:
+        if graph is not None:
+            return graph.counts()
+        from vedana.stores.graph import open_graph
+
+        with open_graph(settings) as store:
+            return store.counts()
+    except Exception as exc:  # status must still show the rest when the graph is down
+        return {"error": redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}
+
+
+def _configured_model(settings: Settings) -> str:
+    """The canonical name vectors are recorded under (no model is loaded to find it)."""
+    try:
+        from vedana.embeddings import get_embedder
+
+        return get_embedder(settings).model
+    except Exception:
+        return settings.embeddings_model
+
+
+def status(
+    settings: Settings,
+    *,
+    limit: int = 10,
+    kind: str | None = None,
+    engine: Engine | None = None,
+    graph: GraphStore | None = None,
+) -> dict[str, Any]:
+    """The `limit` most recent runs (of `kind`, if given), newest first, and the knowledge base."""
+    from vedana.stores.run_log import recent_runs
+
+    if engine is None:
+        from vedana.stores.postgres import get_engine
+
+        engine = get_engine(settings)
+    return {
+        "runs": [run_row(r) for r in recent_runs(engine, limit=limit, kind=kind)],
+        "knowledge_base": knowledge_base(settings, engine, graph),
+    }
