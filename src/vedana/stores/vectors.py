@@ -345,7 +345,7 @@ def _hit(kind: Kind, label: str, attribute: str, row: Any) -> VectorHit:
         label=label,
         attribute=attribute,
         value=row["attribute_value"],
-        score=round(float(row["score"]), 6),
+        score=float(row["score"]),
         node_id=row.get("node_id"),
         from_node_id=row.get("from_node_id"),
         to_node_id=row.get("to_node_id"),
