@@ -135,6 +135,16 @@ def count_changes(conn: Connection, rows: VersionRange) -> GraphChanges:
     return changes
 
 
+def check_names(conn: Connection, rows: VersionRange) -> None:
+    """Refuse unusable labels and types before anything is written."""
+    for sql in (
+        f"SELECT DISTINCT node_type FROM nodes WHERE {rows.where()}",
+        f"SELECT DISTINCT edge_label FROM edges WHERE {rows.where()}",
+    ):
+        for (name,) in conn.exec_driver_sql(sql, rows.params()):
+            quote_name(name)
+
+
 def _stream(conn: Connection, sql: str, params: dict[str, Any]) -> Iterator[Any]:
     # Per statement: `Connection.execution_options` would change the whole connection.
     options = {"stream_results": True, "yield_per": _STREAM_ROWS}
@@ -162,6 +172,7 @@ def load_graph(
 ) -> GraphChanges:
     """Apply staging rows in `rows` to `graph`: nodes first (so edges find their endpoints), then
     edges; tombstones delete. Idempotent, so a load cut short is simply run again."""
+    check_names(conn, rows)
     planned = count_changes(conn, rows)
     changes = GraphChanges()
     nodes = _Counter(NODE_STAGE, planned.nodes_upserted + planned.nodes_deleted, on_progress)
