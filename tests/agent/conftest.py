@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +53,21 @@ def indexed_kb(graph: GraphStore, pg_engine, settings: Settings, local_embedder)
     put_into_staging(pg_engine, dm)
     index(settings, full=True, engine=pg_engine, graph=graph, embedder=local_embedder)
     return dm
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+
+@pytest.fixture
+def people_sample(graph: GraphStore, pg_engine, settings: Settings, local_embedder) -> Path:
+    """samples/people synced by `vedana sync` and indexed by `vedana index` (graph + vectors)."""
+    from vedana.etl.index import index
+    from vedana.etl.sync import sync
+
+    folder = SAMPLES / "people"
+    sync(settings, data_model=folder / "model", data=folder / "data")
+    index(settings, full=True, engine=pg_engine, graph=graph, embedder=local_embedder)
+    return folder
 
 
 @pytest.fixture

@@ -117,7 +117,8 @@ def test_ask_json_is_one_document_with_answer_and_trace(
     assert search["arguments"] == {"label": "Animal", "property": "name", "text": "quokkas"}
     assert search["hits"][0]["node_id"] == "a1" and isinstance(search["hits"][0]["score"], float)
     assert (cypher["rows"], cypher["truncated"], cypher["error"]) == (3, False, None)
-    assert set(trace["timings"]) == {"total_s", "llm_s", "outside_llm_s"}
+    assert set(trace["timings"]) == {"total_s", "llm_s", "outside_llm_s", "import_s"}
+    assert trace["timings"]["outside_llm_s"] >= trace["timings"]["import_s"] >= 0
     assert [c["purpose"] for c in trace["llm_calls"]] == ["filter", "agent", "agent"]
     assert result.stderr == ""  # nothing but the JSON document
 

@@ -31,7 +31,7 @@ _import_lock = threading.Lock()
 def import_litellm() -> Any:
     with _import_lock:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
+        import litellm  # seconds on the first call of a process, free afterwards
 
         litellm.suppress_debug_info = True  # it would print provider banners on stdout
         litellm.drop_params = True  # a provider without e.g. tool_choice=none still answers
@@ -53,6 +53,7 @@ class LLM:
         self.calls: list[LLMCallTrace] = []
         self._lock = threading.Lock()
         self._checked: dict[str, str | None] = {}  # model -> api key to send (None: provider default)
+        self.import_s = 0.0  # time spent importing litellm in this run (0 once the process has it)
 
     def check(self, model: str) -> None:
         """Fail fast, before any work, when `model` cannot be called as configured."""
@@ -60,7 +61,9 @@ class LLM:
             return
         if not model.strip():
             raise LLMError(f"no language model is configured; {_configure_hint()}")
+        started = time.perf_counter()
         litellm = import_litellm()
+        self.import_s += time.perf_counter() - started
         try:
             litellm.get_llm_provider(model, api_base=self.api_base)
         except Exception:

@@ -210,6 +210,7 @@ def ask(
             answer = Agent(settings, llm, toolbox, templates, trace).answer(system, question).strip()
         finally:
             trace.llm_calls = list(llm.calls)
+            trace.import_s = llm.import_s
             trace.total_s = time.perf_counter() - started
         if not answer:
             trace.no_answer = True

@@ -67,6 +67,7 @@ class Trace:
     tool_calls: list[ToolCallTrace] = field(default_factory=list)
     llm_calls: list[LLMCallTrace] = field(default_factory=list)
     total_s: float = 0.0
+    import_s: float = 0.0  # of the time outside the LLM: importing litellm (first run of a process)
 
     @property
     def llm_s(self) -> float:
@@ -96,8 +97,9 @@ class Trace:
             "total_s": round(self.total_s, 4),
             "llm_s": round(self.llm_s, 4),
             "outside_llm_s": round(max(self.total_s - self.llm_s, 0.0), 4),
+            "import_s": round(self.import_s, 4),
         }
-        del data["total_s"]
+        del data["total_s"], data["import_s"]
         return data
 
 

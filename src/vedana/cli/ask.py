@@ -137,7 +137,8 @@ def timing_line(trace: dict[str, Any]) -> str:
         rounds += ", no answer found"
     return (
         f"total {_seconds(t['total_s'])} · in the LLM {_seconds(t['llm_s'])} · "
-        f"outside the LLM {_seconds(t['outside_llm_s'])} · {rounds}"
+        f"outside the LLM {_seconds(t['outside_llm_s'])} (of which importing litellm "
+        f"{_seconds(t.get('import_s', 0.0))}) · {rounds}"
     )
 
 
