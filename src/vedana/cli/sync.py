@@ -1,10 +1,157 @@
-"""`vedana sync` (placeholder until its issue lands)."""
+"""`vedana sync`: the data model and the data from Grist into Postgres staging."""
 
 from __future__ import annotations
 
-from vedana.errors import VedanaError
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from vedana.etl.report import SyncReport, TypeReport
 
 
-def sync() -> None:
-    """Not built yet."""
-    raise VedanaError("`vedana sync` is not available yet")
+def sync(
+    data_model: Annotated[
+        str | None,
+        typer.Option(
+            "--data-model",
+            metavar="PATH|DOC",
+            help="Data Model source: a folder of CSV files, a .grist file, or a Grist document id "
+            "(default: GRIST_DATA_MODEL_DOC_ID).",
+            show_default=False,
+        ),
+    ] = None,
+    data: Annotated[
+        str | None,
+        typer.Option(
+            "--data",
+            metavar="PATH|DOC",
+            help="Data source: a folder of CSV files, a .grist file, or a Grist document id "
+            "(default: GRIST_DATA_DOC_ID).",
+            show_default=False,
+        ),
+    ] = None,
+    csv: Annotated[
+        bool, typer.Option("--csv", help="Read Grist documents through their CSV export, not the REST API.")
+    ] = False,
+    data_model_only: Annotated[
+        bool,
+        typer.Option(
+            "--data-model-only", help="Refresh only the data model (prompts, playbook, descriptions)."
+        ),
+    ] = False,
+    json_: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress and no summary; errors only.")
+    ] = False,
+) -> None:
+    """Pull the data model and the data from Grist into Postgres staging, incrementally.
+
+    Only `Anchor_<noun>` and `Link_<name>` tables described in the data model are read. Rows
+    are compared with what is stored: only new and changed rows are written and rows gone from
+    the source are marked deleted, so `vedana index` handles exactly the change. One
+    transaction: a failure leaves the previous state intact. With the Grist API, a run on
+    unchanged documents stops after asking Grist for their latest action.
+
+    Examples:
+
+        vedana sync
+
+        vedana sync --data-model samples/people/model --data samples/people/data
+
+        vedana sync --data-model model.grist --data data.grist --json
+
+        vedana sync --csv
+
+        vedana sync --data-model-only
+    """
+    from vedana.cli.output import print_json, progress, show_progress
+    from vedana.config import get_settings
+    from vedana.etl.sync import sync as run_sync
+
+    with progress(show_progress(json_, quiet)) as on_progress:
+        report = run_sync(
+            get_settings(),
+            data_model=data_model,
+            data=data,
+            csv=csv,
+            data_model_only=data_model_only,
+            on_progress=on_progress,
+        )
+    if json_:
+        print_json(report.to_dict())
+    elif not quiet:
+        _print_summary(report)
+
+
+def _print_summary(report: SyncReport) -> None:
+    if sys.stdout.isatty():
+        from vedana.cli.output import stdout_console
+
+        console = stdout_console()
+        if report.nodes or report.edges:
+            console.print(_summary_table(report))
+        console.print(summary_line(report))
+    else:
+        lines = [_type_line(r) for r in (*report.nodes.values(), *report.edges.values())]
+        lines += [f"ignored table: {name}" for name in report.ignored_tables]
+        lines += [f"note: {note}" for note in report.notes]
+        sys.stdout.write("\n".join([*lines, summary_line(report)]) + "\n")
+
+
+def _skipped_text(stats: TypeReport) -> str:
+    parts = [f"{reason} {n}" for reason, n in sorted(stats.skipped.items())]
+    parts += [f"{what} {n}" for what, n in sorted(stats.cells.items())]
+    return ", ".join(parts)
+
+
+def _type_line(stats: TypeReport) -> str:
+    skipped = sum(stats.skipped.values())
+    line = (
+        f"{stats.kind} {stats.name}: read {stats.read}, written {stats.written} "
+        f"({stats.new} new, {stats.updated} updated), unchanged {stats.unchanged}, "
+        f"deleted {stats.deleted}, skipped {skipped}"
+    )
+    details = _skipped_text(stats)
+    return f"{line} ({details})" if details else line
+
+
+def _summary_table(report: SyncReport):  # -> rich.table.Table
+    from rich.table import Table
+
+    table = Table(title="vedana sync", title_justify="left")
+    table.add_column("type")
+    table.add_column("name")
+    for header in ("read", "written", "unchanged", "deleted", "skipped"):
+        table.add_column(header, justify="right")
+    table.add_column("why skipped / notes")
+    for stats in (*report.nodes.values(), *report.edges.values()):
+        table.add_row(
+            stats.kind,
+            stats.name,
+            str(stats.read),
+            str(stats.written),
+            str(stats.unchanged),
+            str(stats.deleted),
+            str(sum(stats.skipped.values())),
+            _skipped_text(stats),
+        )
+    return table
+
+
+def summary_line(report: SyncReport) -> str:
+    """One line for logs and cron mail."""
+    if report.unchanged_early:
+        return f"sync: Grist documents unchanged since the last sync; nothing to do ({report.seconds:.2f} s)"
+    totals = report.to_dict()["totals"]
+    dm = "data model changed" if report.data_model.changed else "data model unchanged"
+    if report.data_model_only:
+        return f"sync (data model only): {dm}; {report.seconds:.2f} s"
+    nodes, edges = totals["nodes"], totals["edges"]
+    rate = report.to_dict()["rows_per_s"]
+    return (
+        f"sync: {nodes['loaded']} nodes, {edges['loaded']} edges; written {nodes['written']} + "
+        f"{edges['written']}, deleted {nodes['deleted']} + {edges['deleted']}; {dm}; "
+        f"{report.rows_read} rows read in {report.seconds:.2f} s" + (f" ({rate:,.0f} rows/s)" if rate else "")
+    )

@@ -44,6 +44,7 @@ from vedana.etl.report import (
     MISSING_ID,
     UNRESOLVED_REF,
     SyncReport,
+    TypeReport,
 )
 from vedana.etl.sources.base import CELL_ERROR, Column, RawTable, Ref, Source, is_helper_column
 from vedana.etl.sources.cells import split_list
@@ -129,6 +130,15 @@ class _ForeignKey:
     target: str  # noun of the referenced table
     own_is_anchor1: bool
     visible_col: str
+
+
+@dataclass(frozen=True, slots=True)
+class _AttrColumn:
+    """A described attribute and the table column holding it."""
+
+    name: str
+    column: Column
+    dtype: str  # canonical; unknown dtypes were read as "str" by the data model reader
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +251,7 @@ class Normalizer:
         foreign_keys = self._foreign_keys[noun]
         link_cols = {fk.column for fk in foreign_keys}
         attributes = self._attribute_columns(anchor.attributes, table, exclude=link_cols)
-        used = {c.id for _, c in attributes} | link_cols | set(id_cols)
+        used = {a.column.id for a in attributes} | link_cols | set(id_cols)
         stats.dropped_columns = [c for c in table.columns if c not in used and not is_helper_column(c)]
         ids, row_ids, labels = self.ids[noun], self.row_ids[noun], self.labels[noun]
         label_cols = [c for c in self._label_cols[noun] if c in table.columns]
@@ -250,11 +260,11 @@ class Normalizer:
 
         for row_id, cells in table.rows():
             stats.read += 1
-            if _blank(cells):
-                stats.skipped[BLANK_ROW] += 1
-                continue
             node_id = next((t for t in (_id_text(cells.get(c)) for c in id_cols) if t), None)
             if node_id is None:
+                if _blank(cells):
+                    stats.skipped[BLANK_ROW] += 1
+                    continue
                 if id_cols:
                     stats.skipped[MISSING_ID] += 1
                     continue
@@ -276,32 +286,34 @@ class Normalizer:
 
     def _attribute_columns(
         self, described: tuple[Attribute, ...], table: RawTable, exclude: set[str]
-    ) -> list[tuple[Attribute, Column]]:
-        pairs = []
+    ) -> list[_AttrColumn]:
+        found = []
         for attr in described:
             column = table.column(attr.name)
             if column is not None and not is_helper_column(column.id) and column.id not in exclude:
-                pairs.append((attr, column))
-        return pairs
+                dtype = canonical_dtype(attr.dtype)
+                found.append(_AttrColumn(attr.name, column, "str" if dtype is None else dtype))
+        return found
 
     def _attributes(
-        self, pairs: list[tuple[Attribute, Column]], cells: dict[str, Any], stats: Any
+        self, columns: list[_AttrColumn], cells: dict[str, Any], stats: TypeReport
     ) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for attr, column in pairs:
-            value = cells.get(column.id)
+        for attr in columns:
+            value = cells.get(attr.column.id)
+            if value is None:
+                continue
             if value is CELL_ERROR:
                 stats.cells[FORMULA_ERROR] += 1
                 continue
-            if isinstance(value, Ref):
-                value = _ref_display(value, column)
+            if value.__class__ is Ref:
+                value = _ref_display(value, attr.column)
             if is_empty(value):
                 continue
-            dtype = canonical_dtype(attr.dtype)
             try:
-                cast = cast_value(value, "str" if dtype is None else dtype)
+                cast = cast_value(value, attr.dtype)
             except CastError:
-                stats.cells[f"{attr.name}: not a valid {dtype or 'value'}"] += 1
+                stats.cells[f"{attr.name}: not a valid {attr.dtype or 'value'}"] += 1
                 continue
             if not is_empty(cast):
                 out[attr.name] = cast
@@ -316,7 +328,7 @@ class Normalizer:
             return
         default = candidates[0] if len(candidates) == 1 else None
         structural = {from_col.id, to_col.id, label_col.id if label_col else ""}
-        per_link: dict[str, list[tuple[Attribute, Column]]] = {}
+        per_link: dict[str, list[_AttrColumn]] = {}
         for _, cells in table.rows():
             label = _id_text(cells.get(label_col.id)) if label_col else None
             link = (self._links.get(label.lower()) if label else None) or default
@@ -333,7 +345,7 @@ class Normalizer:
             pairs = per_link.get(link.sentence)
             if pairs is None:
                 pairs = per_link[link.sentence] = self._attribute_columns(link.attributes, table, structural)
-                used = {c.id for _, c in pairs} | structural
+                used = {a.column.id for a in pairs} | structural
                 stats.dropped_columns = sorted(
                     {
                         *stats.dropped_columns,

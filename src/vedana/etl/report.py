@@ -90,10 +90,16 @@ class SyncReport:
     run_id: int | None = None
 
     def node(self, noun: str) -> TypeReport:
-        return self.nodes.setdefault(noun, TypeReport("node", noun))
+        found = self.nodes.get(noun)
+        if found is None:
+            found = self.nodes[noun] = TypeReport("node", noun)
+        return found
 
     def edge(self, sentence: str) -> TypeReport:
-        return self.edges.setdefault(sentence, TypeReport("edge", sentence))
+        found = self.edges.get(sentence)
+        if found is None:
+            found = self.edges[sentence] = TypeReport("edge", sentence)
+        return found
 
     @staticmethod
     def _total(reports: dict[str, TypeReport]) -> dict[str, Any]:

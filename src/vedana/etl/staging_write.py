@@ -1,8 +1,8 @@
 """Writing one sync's nodes and edges into the staging tables, incrementally.
 
-Rows stream into session-temporary tables through COPY in batches, so Python holds one batch
-at a time. The diff then runs in Postgres as a few set-based statements, joined on the primary
-keys and comparing `row_hash`: new or changed rows are upserted with a fresh `version` from
+Rows stream into transaction-temporary tables through COPY in batches, so Python holds one
+batch at a time. The diff then runs in Postgres as a few set-based statements (hash joins on
+the primary keys, comparing `row_hash`); duplicate edges collapse to the first one streamed: new or changed rows are upserted with a fresh `version` from
 `staging_version_seq`, rows no longer in the source are tombstoned (`deleted = true`, new
 `version`), and unchanged rows are not touched (see docs/architecture.md, staging contract).
 Everything happens in the caller's transaction: a failure anywhere leaves staging as it was.
@@ -41,12 +41,21 @@ class WriteResult:
     version: int | None = None
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def attributes_json(attributes: dict[str, Any]) -> str:
-    return json.dumps(attributes, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """Canonical JSON (sorted keys): equal attributes give equal text and so equal hashes."""
+    return _ENCODER.encode(attributes) if attributes else "{}"
 
 
 def row_hash(attributes_text: str) -> str:
+    if attributes_text == "{}":
+        return _EMPTY_HASH
     return hashlib.blake2b(attributes_text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+_EMPTY_HASH = hashlib.blake2b(b"{}", digest_size=16).hexdigest()
 
 
 class StagingWriter:
@@ -108,27 +117,18 @@ class StagingWriter:
         self._flush_edges()
         result = WriteResult()
         run = self.conn.exec_driver_sql
-        run("ANALYZE _sync_nodes")
+        # The incoming side holds every row of the source, so hash joins beat index probes;
+        # without statistics on the temp tables the planner would pick a nested loop.
+        run("SET LOCAL enable_nestloop = off")
         for kind, new, updated, unchanged in run(_UPSERT_NODES):
             result.nodes[kind] = Counts(new=new, updated=updated, unchanged=unchanged)
         for kind, deleted in run(_TOMBSTONE_NODES):
             result.nodes[kind].deleted = deleted
-
-        run(
-            "CREATE TEMP TABLE _sync_edges_unique ON COMMIT DROP AS"
-            f" SELECT DISTINCT ON ({_EDGE_KEY}) {_EDGE_KEY}, attributes, row_hash"
-            f" FROM _sync_edges ORDER BY {_EDGE_KEY}, seq"
-        )
-        run("ANALYZE _sync_edges_unique")
-        for label, duplicates in run(
-            "SELECT a.edge_label, a.n - u.n FROM"
-            " (SELECT edge_label, count(*) AS n FROM _sync_edges GROUP BY 1) a JOIN"
-            " (SELECT edge_label, count(*) AS n FROM _sync_edges_unique GROUP BY 1) u USING (edge_label)"
-        ):
-            result.edges[label].duplicates = duplicates
         for label, new, updated, unchanged in run(_UPSERT_EDGES):
+            result.edges[label] = Counts(new=new, updated=updated, unchanged=unchanged)
+        for label, streamed in run("SELECT edge_label, count(*) FROM _sync_edges GROUP BY edge_label"):
             counts = result.edges[label]
-            counts.new, counts.updated, counts.unchanged = new, updated, unchanged
+            counts.duplicates = streamed - (counts.new + counts.updated + counts.unchanged)
         for label, deleted in run(_TOMBSTONE_EDGES):
             result.edges[label].deleted = deleted
         result.version = run(
@@ -175,10 +175,15 @@ _EDGE_MATCH = (
     " AND e.to_node_type = s.to_node_type AND e.to_node_id = s.to_node_id"
 )
 
+# Duplicate edges collapse to the first one streamed (lowest seq), found by hashing, not sorting.
 _UPSERT_EDGES = f"""
-WITH incoming AS (
-    SELECT s.*, e.row_hash AS old_hash, e.deleted AS was_deleted
-    FROM _sync_edges_unique s
+WITH first_seen AS (
+    SELECT min(seq) AS seq FROM _sync_edges GROUP BY {_EDGE_KEY}
+), incoming AS (
+    SELECT s.{_EDGE_KEY.replace(", ", ", s.")}, s.attributes, s.row_hash,
+           e.row_hash AS old_hash, e.deleted AS was_deleted
+    FROM _sync_edges s
+    JOIN first_seen USING (seq)
     LEFT JOIN edges e ON {_EDGE_MATCH}
 ), written AS (
     INSERT INTO edges ({_EDGE_KEY}, attributes, row_hash, deleted, version, updated_at)
@@ -199,7 +204,7 @@ FROM incoming GROUP BY edge_label
 _TOMBSTONE_EDGES = f"""
 WITH gone AS (
     UPDATE edges e SET deleted = true, version = nextval('staging_version_seq'), updated_at = now()
-    WHERE NOT e.deleted AND NOT EXISTS (SELECT 1 FROM _sync_edges_unique s WHERE {_EDGE_MATCH})
+    WHERE NOT e.deleted AND NOT EXISTS (SELECT 1 FROM _sync_edges s WHERE {_EDGE_MATCH})
     RETURNING e.edge_label
 )
 SELECT edge_label, count(*) FROM gone GROUP BY edge_label

@@ -71,6 +71,11 @@ class Column:
     is_formula: bool = False
     # For Ref/RefList: the target column whose value Grist shows (and exports) for the reference.
     visible_col: str = ""
+    # "Ref" for "Ref:Anchors", "DateTime" for "DateTime:UTC": derived once, read per cell.
+    base_type: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_type", self.type.partition(":")[0])
 
     @property
     def ref_table(self) -> str | None:
@@ -80,10 +85,6 @@ class Column:
     @property
     def is_ref_list(self) -> bool:
         return self.type.startswith("RefList:")
-
-    @property
-    def base_type(self) -> str:
-        return self.type.partition(":")[0]
 
 
 @dataclass

@@ -220,15 +220,20 @@ def _typed_scalar(value: Any, column: Column) -> Any:
     return value
 
 
+_PLAIN_TEXT = frozenset({"Text", "Choice", "Any", ""})
+
+
 def from_sqlite(value: Any, column: Column, helper: Any = None) -> Any:
     """A cell as stored in SQLite (a `.grist` file, or `/sql` after `unbuffer`). `helper` is the
     value of the column's display helper (`gristHelper_Display*`), when it has one."""
+    base = column.base_type
+    if value.__class__ is str and base in _PLAIN_TEXT:
+        return value  # the common case, first
     if isinstance(value, bytes | bytearray | memoryview):
         decoded = _decode_blob(bytes(value))
         if decoded is CELL_ERROR or column.ref_table is None:
             return decoded
         value = decoded
-    base = column.base_type
     if base == "Ref":
         if isinstance(value, Ref):
             return value

@@ -72,8 +72,8 @@ class GristCsvSource(GristApiSource):
     ) -> Iterator[tuple[int, dict[str, Any]]]:
         resp = self.client.call("download/csv", params={"tableId": name}, stream=True)
         try:
-            resp.raw.decode_content = True
-            text = io.TextIOWrapper(resp.raw, encoding="utf-8-sig", newline="")
+            stream = io.BufferedReader(_ChunkStream(resp.iter_content(chunk_size=64 * 1024)))
+            text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
             header, records = csv_records(text)
             ids = [h if h in columns else labels.get(h, h) for h in header]
             untyped = Column(id="")
@@ -90,3 +90,26 @@ class GristCsvSource(GristApiSource):
                 )
         finally:
             resp.close()
+
+
+class _ChunkStream(io.RawIOBase):
+    """A readable stream over `Response.iter_content`, which decodes gzip and turns a body cut
+    off mid-way into a requests error."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._pending = chunk
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size

@@ -1,0 +1,240 @@
+"""A small Grist server for tests: stdlib HTTP in a thread on 127.0.0.1, answering like
+grist-core does (the shapes in DESIGN §4): tables, columns (incl. `hidden=true`), records
+(`["L", …]` lists, errors as `null` + `errors` or as `["E", …]`), `/sql` (GET `q=` or POST
+`{"sql", "args"}`, run on the document's real SQLite form, blobs as `{"type": "Buffer"}`),
+the CSV export, `/states`, and the real error bodies for 401/403/404.
+
+Failures can be injected per request path: an HTTP status, a dropped connection, or a body cut
+off halfway. Every request is logged in `requests` as "METHOD path?query".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import sqlite3
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from support.grist_files import Doc, api_records, build_sqlite, csv_text
+
+
+@dataclass
+class Failure:
+    match: str  # a substring of "path?query"
+    status: int | None = 500  # answer with this status…
+    drop: bool = False  # …or close the connection without an answer
+    cut_body: bool = False  # …or send half the body, then close
+    times: int = 1  # how many matching requests fail (then they pass again)
+    skip: int = 0  # let this many matching requests through first
+
+
+class FakeGrist:
+    def __init__(self, *docs: Doc, api_key: str | None = "test-api-key-0123456789") -> None:
+        self.docs = {d.doc_id: d for d in docs}
+        self.api_key = api_key
+        self.requests: list[str] = []
+        self.failures: list[Failure] = []
+        self._sqlite: dict[str, tuple[str, sqlite3.Connection]] = {}
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def put(self, doc: Doc) -> None:
+        with self._lock:
+            self.docs[doc.doc_id] = doc
+
+    def fail(self, match: str, **kwargs: Any) -> Failure:
+        failure = Failure(match, **kwargs)
+        with self._lock:
+            self.failures.append(failure)
+        return failure
+
+    def paths(self, contains: str = "") -> list[str]:
+        return [r for r in self.requests if contains in r]
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        for _, conn in self._sqlite.values():
+            conn.close()
+
+    def __enter__(self) -> FakeGrist:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- state shared with the handler -----------------------------------------------------
+
+    def _take_failure(self, target: str) -> Failure | None:
+        with self._lock:
+            for failure in self.failures:
+                if failure.match in target and failure.times > 0:
+                    if failure.skip > 0:
+                        failure.skip -= 1
+                        return None
+                    failure.times -= 1
+                    return failure
+        return None
+
+    def sqlite(self, doc: Doc) -> sqlite3.Connection:
+        """The document as SQLite (what Grist runs `/sql` on), rebuilt when its content changes."""
+        key = doc.content_key()
+        with self._lock:
+            cached = self._sqlite.get(doc.doc_id)
+            if cached and cached[0] == key:
+                return cached[1]
+            conn = sqlite3.connect(":memory:", check_same_thread=False)
+            build_sqlite(doc, conn)
+            self._sqlite[doc.doc_id] = (key, conn)
+            return conn
+
+
+def _handler(grist: FakeGrist) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        # One buffered write per answer and no Nagle: otherwise every request waits ~40 ms for
+        # a delayed ACK between the header and body packets.
+        wbufsize = 64 * 1024
+        disable_nagle_algorithm = True
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self._serve("GET")
+
+        def do_POST(self) -> None:
+            self._serve("POST")
+
+        def _send(self, status: int, body: bytes, content_type: str, cut: bool = False) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if cut:
+                self.wfile.write(body[: len(body) // 2])
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            self.wfile.write(body)
+
+        def _json(self, status: int, payload: Any, cut: bool = False) -> None:
+            body = json.dumps(payload).encode()
+            self._send(status, body, "application/json; charset=utf-8", cut)
+
+        def _serve(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw_body = self.rfile.read(length) if length else b""
+            grist.requests.append(f"{method} {self.path}")
+            failure = grist._take_failure(self.path)
+            if failure and failure.drop:
+                self.close_connection = True
+                return
+            if failure and not failure.cut_body:
+                self._json(failure.status or 500, {"error": f"injected failure {failure.status}"})
+                return
+            cut = bool(failure and failure.cut_body)
+
+            if grist.api_key is not None:
+                auth = self.headers.get("Authorization")
+                if not auth:
+                    return self._json(403, {"error": "No view access"})
+                if auth != f"Bearer {grist.api_key}":
+                    return self._json(401, {"error": "Bad request: invalid API key"})
+
+            parts = urlsplit(self.path)
+            query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+            segments = [unquote(s) for s in parts.path.strip("/").split("/")]
+            if segments[:2] != ["api", "docs"] or len(segments) < 4:
+                return self._json(404, {"error": "not found"})
+            doc = grist.docs.get(segments[2])
+            if doc is None:
+                return self._json(404, {"error": "document not found"})
+            rest = segments[3:]
+
+            if rest == ["tables"]:
+                tables = [
+                    {"id": t.id, "fields": {"tableRef": i, "onDemand": False}}
+                    for i, t in enumerate(doc.tables, 1)
+                ]
+                return self._json(200, {"tables": tables}, cut)
+            if rest == ["states"]:
+                digest = hashlib.sha256(doc.content_key().encode()).hexdigest()
+                return self._json(200, {"states": [{"n": 2, "h": digest}, {"n": 1, "h": "0" * 64}]}, cut)
+            if rest == ["sql"]:
+                if method == "POST":
+                    payload = json.loads(raw_body or b"{}")
+                    sql, args = payload.get("sql", ""), payload.get("args", [])
+                else:
+                    sql, args = query.get("q", ""), []
+                return self._sql(doc, sql, args, cut)
+            if rest == ["download", "csv"]:
+                table = doc.table(query.get("tableId", ""))
+                if table is None:
+                    return self._json(404, {"error": f'Table not found "{query.get("tableId", "")}"'})
+                return self._send(200, csv_text(doc, table).encode(), "text/csv; charset=utf-8", cut)
+            if len(rest) == 3 and rest[0] == "tables":
+                table = doc.table(rest[1])
+                if table is None:
+                    return self._json(404, {"error": f'Table not found "{rest[1]}"'})
+                hidden = query.get("hidden") in ("true", "1")
+                if rest[2] == "records":
+                    return self._json(200, {"records": api_records(doc, table, hidden=hidden)}, cut)
+                if rest[2] == "columns":
+                    return self._json(200, {"columns": self._columns(doc, table.id, hidden)}, cut)
+            return self._json(404, {"error": "not found"})
+
+        def _columns(self, doc: Doc, table_id: str, hidden: bool) -> list[dict[str, Any]]:
+            conn = grist.sqlite(doc)
+            cursor = conn.execute(
+                "SELECT c.* FROM _grist_Tables_column c JOIN _grist_Tables t ON c.parentId = t.id "
+                "WHERE t.tableId = ? ORDER BY c.parentPos",
+                (table_id,),
+            )
+            names = [d[0] for d in cursor.description]
+            out = []
+            for row in cursor.fetchall():
+                fields = dict(zip(names, row, strict=True))
+                col_id = fields.pop("colId")
+                if not hidden and (col_id == "manualSort" or col_id.startswith("gristHelper_")):
+                    continue
+                fields["colRef"] = fields.pop("id")
+                fields["isFormula"] = bool(fields["isFormula"])
+                out.append({"id": col_id, "fields": fields})
+            return out
+
+        def _sql(self, doc: Doc, sql: str, args: list[Any], cut: bool) -> None:
+            if not sql.lstrip().lower().startswith("select"):
+                return self._json(400, {"error": "Only select statements are supported"})
+            conn = grist.sqlite(doc)
+            try:
+                with grist._lock:
+                    cursor = conn.execute(sql, args)
+                    names = [d[0] for d in cursor.description]
+                    rows = cursor.fetchall()
+            except sqlite3.Error as exc:
+                return self._json(400, {"error": f"SQLITE_ERROR: {exc}"})
+            records = [{"fields": {n: _buffer(v) for n, v in zip(names, row, strict=True)}} for row in rows]
+            return self._json(200, {"statement": sql, "records": records}, cut)
+
+    return Handler
+
+
+def _buffer(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"type": "Buffer", "data": list(value)}
+    return value
