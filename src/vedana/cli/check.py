@@ -1,10 +1,158 @@
-"""`vedana check` (placeholder until its issue lands)."""
+"""`vedana check`: connectivity, data-model lint, consistency and a smoke question, for CI."""
 
 from __future__ import annotations
 
-from vedana.errors import VedanaError
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from vedana.ops.problems import CheckReport
+
+SECTION_NAMES = ("connectivity", "lint", "consistency", "smoke")
 
 
-def check() -> None:
-    """Not built yet."""
-    raise VedanaError("`vedana check` is not available yet")
+def check(
+    data_model: Annotated[
+        str | None,
+        typer.Option(
+            "--data-model",
+            help="Data Model to lint: a CSV folder, a .grist file or a Grist document id "
+            "[default: GRIST_DATA_MODEL_DOC_ID].",
+            show_default=False,
+        ),
+    ] = None,
+    data: Annotated[
+        str | None,
+        typer.Option(
+            "--data",
+            help="Data to lint against it: a CSV folder, a .grist file or a document id [default: GRIST_DATA_DOC_ID].",
+            show_default=False,
+        ),
+    ] = None,
+    csv: Annotated[
+        bool, typer.Option("--csv", help="Read Grist documents through their CSV export, not the API.")
+    ] = False,
+    llm: Annotated[
+        bool, typer.Option("--llm", help="Also call the language model(s) once (costs a request).")
+    ] = False,
+    ask: Annotated[
+        str | None,
+        typer.Option("--ask", help="Smoke test: ask the agent this question.", show_default=False),
+    ] = None,
+    expect: Annotated[
+        str | None,
+        typer.Option(
+            "--expect", help="Fail unless the answer contains this text (any case).", show_default=False
+        ),
+    ] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            help="Run only this section (repeatable): connectivity, lint, consistency, smoke.",
+            show_default=False,
+        ),
+    ] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the problems.")] = False,
+) -> None:
+    """Check that the knowledge base is reachable, well described and consistent.
+
+    Sections: connectivity (Grist when configured, Postgres + pgvector, the graph,
+    the embedding model; the LLM with --llm), data-model lint (needs --data-model
+    and --data, or the Grist document ids), consistency (staging vs graph vs vectors,
+    the embedding model in use), smoke (--ask/--expect). Exit code 1 when any error
+    is found (or any warning, with --strict); each problem has a stable code such as
+    lint.undescribed-column.
+
+    Examples:
+
+        vedana check
+
+        vedana check --data-model ./model --data ./data --strict
+
+        vedana check --only consistency --json
+
+        vedana check --ask "Who likes quokkas?" --expect "Ada Okafor"
+    """
+    from vedana.cli.output import print_json
+    from vedana.config import get_settings
+    from vedana.ops.check import check as run_check
+
+    for name in only or ():
+        if name not in SECTION_NAMES:
+            raise typer.BadParameter(f"use one of {', '.join(SECTION_NAMES)}", param_hint="--only")
+    if expect is not None and ask is None:
+        raise typer.BadParameter('needs a question: --ask "question" --expect "text"', param_hint="--expect")
+    report = run_check(
+        get_settings(),
+        data_model=data_model,
+        data=data,
+        csv=csv,
+        llm=llm,
+        ask=ask,
+        expect=expect,
+        strict=strict,
+        only=only or None,
+    )
+    if json_:
+        print_json(report.to_dict())
+    elif sys.stdout.isatty():
+        _print_rich(report, quiet=quiet)
+    else:
+        for line in plain_lines(report, quiet=quiet):
+            sys.stdout.write(line + "\n")
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
+def _verdict(report: CheckReport) -> str:
+    head = "check passed" if report.ok else "check failed"
+    strict = " (strict: warnings fail)" if report.strict and report.warnings else ""
+    return f"{head}: {report.errors} error(s), {report.warnings} warning(s){strict} in {report.seconds:.2f} s"
+
+
+def plain_lines(report: CheckReport, *, quiet: bool = False) -> list[str]:
+    """One line per section and per problem, then the verdict: grep-able CI output."""
+    lines = []
+    for name, section in report.sections.items():
+        if not quiet:
+            status = section.status()
+            reason = f": {section.skipped}" if section.skipped else ""
+            passed = [c for c in section.details.get("checks", []) if c["ok"]]
+            ok_checks = f" ({'; '.join(c['detail'] for c in passed)})" if passed else ""
+            lines.append(f"{name}: {status}{reason}{ok_checks}")
+        for problem in section.problems:
+            lines.append(f"  {problem.severity} {problem.code} [{problem.location()}] {problem.message}")
+    lines.append(_verdict(report))
+    return lines
+
+
+def _print_rich(report: CheckReport, *, quiet: bool) -> None:
+    from rich.table import Table
+
+    from vedana.cli.output import stdout_console
+
+    console = stdout_console()
+    colours = {"ok": "green", "problems": "yellow", "failed": "red", "skipped": "dim"}
+    if not quiet:
+        for name, section in report.sections.items():
+            status = section.status()
+            reason = f" — {section.skipped}" if section.skipped else ""
+            console.print(f"[bold]{name}[/]: [{colours[status]}]{status}[/]{reason}", markup=True)
+            for item in section.details.get("checks", []):
+                mark = "[green]✓[/]" if item["ok"] else "[red]✗[/]"
+                console.print(f"  {mark} {item['name']}: {item['detail']}", markup=True, highlight=False)
+    if report.problems:
+        table = Table(header_style="bold", show_lines=False)
+        for column in ("severity", "code", "where", "problem"):
+            table.add_column(column, overflow="fold")
+        for p in report.problems:
+            colour = "red" if p.severity == "error" else "yellow"
+            table.add_row(f"[{colour}]{p.severity}[/]", p.code, p.location(), p.message)
+        console.print(table)
+    colour = "green" if report.ok else "red"
+    console.print(f"[{colour}]{_verdict(report)}[/]", markup=True)
