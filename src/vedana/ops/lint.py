@@ -79,7 +79,11 @@ def lint(
         lint_sources(model_source, data_source, result)
     except VedanaError as exc:
         result.problems.append(
-            error("lint.source-unreadable", f"cannot read the source: {exc}", source=str(data_model or data))
+            error(
+                "lint.source-unreadable",
+                f"cannot read the source: {exc}",
+                source=str(data_model or data or "the configured Grist documents"),
+            )
         )
     finally:
         for source in sources:
@@ -101,7 +105,7 @@ def lint_sources(model_source: Source, data_source: Source | None, result: Secti
     problems += [
         warning(
             "lint.model-row-skipped",
-            f"{n} row(s) skipped by sync: {what}; fix or delete those rows",
+            f"{what} ({n} row(s)), which sync skips or reads differently; fix those rows",
             table=what.split(":", 1)[0],
         )
         for what, n in sorted(dm_report.skipped.items())
