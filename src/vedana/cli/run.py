@@ -126,7 +126,7 @@ def index_line(report: IndexReport) -> str:
     seconds = f"{report.total_seconds:.2f} s"
     if not report.changed:
         return f"index: up to date (staging version {report.version}; {seconds})"
-    rebuilt = " (rebuilt)" if report.graph_rebuilt or report.vectors_rebuilt else ""
+    rebuilt = " (from scratch)" if report.graph_rebuilt or report.vectors_rebuilt else ""
     return (
         f"index{rebuilt}: graph nodes +{report.nodes_upserted:,} -{report.nodes_deleted:,}, "
         f"edges +{report.edges_upserted:,} -{report.edges_deleted:,}; "
