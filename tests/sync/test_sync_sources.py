@@ -89,3 +89,21 @@ def test_each_source_alone_from_blank(
         sync(grist_settings(settings, fake.url), **kwargs)
         assert live_nodes(pg_engine) == EXPECTED_NODES, name
         assert live_edges(pg_engine) == EXPECTED_EDGES, name
+
+
+def test_records_endpoint_with_error_cells(
+    api_settings: Settings, fake: FakeGrist, model: Doc, data: Doc, pg_engine: Engine
+) -> None:
+    """Data read through `/records` instead of `/sql`, with errors sent as `["E", …]` cells
+    (older servers) instead of `null` + `errors`: the same result."""
+    from vedana.etl.sources.grist_api import GristApiSource
+    from vedana.etl.sources.grist_http import GristClient
+
+    model.error_style = data.error_style = "E"
+    client = GristClient(fake.url, data.doc_id, api_settings.grist_api_key.get_secret_value())
+    report = sync(api_settings, data=GristApiSource(client, rows_via="records"))
+
+    assert live_nodes(pg_engine) == EXPECTED_NODES
+    assert live_edges(pg_engine) == EXPECTED_EDGES
+    assert report.nodes["person"].cells["formula error read as empty"] == 1
+    assert fake.paths("/tables/Anchor_person/records?hidden=true") and not fake.paths("/sql")

@@ -185,7 +185,7 @@ def _to_datetime(value: Any) -> str:
         except ValueError:
             for fmt in _DATETIME_FORMATS:
                 try:
-                    parsed = datetime.strptime(text.upper(), fmt.upper().replace("%P", "%p"))
+                    parsed = datetime.strptime(text, fmt)  # %p matches "am" and "AM"
                     break
                 except ValueError:
                     continue

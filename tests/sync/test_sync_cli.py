@@ -1,0 +1,77 @@
+"""`vedana sync` through Typer's CliRunner: exit codes, the summary, `--json`, `--quiet`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from support.sync_kb import EXPECTED_EDGES, EXPECTED_NODES
+from vedana.cli.app import app
+from vedana.config import reset_settings
+from vedana.errors import ConfigError
+
+
+def invoke(*args: str):
+    reset_settings()  # pick up VEDANA_HOME afresh, as a new process would
+    return CliRunner().invoke(app, ["sync", *args])
+
+
+def test_json_report(folders: tuple[Path, Path]) -> None:
+    result = invoke("--data-model", str(folders[0]), "--data", str(folders[1]), "--json")
+
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["changed"] is True
+    assert report["totals"]["nodes"]["loaded"] == len(EXPECTED_NODES)
+    assert report["totals"]["edges"]["loaded"] == len(EXPECTED_EDGES)
+    assert report["nodes"]["person"]["skipped"] == {"blank row": 1, "duplicate id": 1, "missing id": 1}
+    assert report["sources"]["data"] == f"CSV folder {folders[1]}"
+
+    again = json.loads(invoke("--data-model", str(folders[0]), "--data", str(folders[1]), "--json").stdout)
+    assert again["changed"] is False
+    assert again["totals"]["nodes"]["unchanged"] == len(EXPECTED_NODES)
+    assert again["totals"]["edges"]["written"] == 0
+
+
+def test_plain_summary_when_not_a_tty(folders: tuple[Path, Path]) -> None:
+    result = invoke("--data-model", str(folders[0]), "--data", str(folders[1]))
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(
+        "node person: read 6, written 3 (3 new, 0 updated), unchanged 0, deleted 0, skipped 3"
+    )
+    assert "duplicate id 1" in lines[0] and "formula error read as empty 1" in lines[0]
+    assert "ignored table: Teams" in lines
+    assert lines[-1].startswith(f"sync: {len(EXPECTED_NODES)} nodes, {len(EXPECTED_EDGES)} edges;")
+
+
+def test_quiet_prints_nothing(folders: tuple[Path, Path]) -> None:
+    result = invoke("--data-model", str(folders[0]), "--data", str(folders[1]), "--quiet")
+    assert result.exit_code == 0
+    assert result.stdout == ""
+
+
+def test_data_model_only(folders: tuple[Path, Path]) -> None:
+    result = invoke("--data-model", str(folders[0]), "--data-model-only")
+    assert result.exit_code == 0, result.output
+    assert (
+        result.stdout.strip()
+        == "sync (data model only): data model changed; " + result.stdout.split("; ")[-1].strip()
+    )
+
+
+def test_bad_path_and_missing_configuration(tmp_path: Path, monkeypatch) -> None:
+    for name in ("GRIST_SERVER_URL", "GRIST_DATA_MODEL_DOC_ID", "GRIST_DATA_DOC_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # no .env
+    result = invoke("--data-model", str(tmp_path / "nowhere" / "model.csv"))
+    assert result.exit_code == 1
+    assert "neither a folder of CSV files nor a .grist file" in str(result.exception)
+
+    result = invoke()  # no flags, no GRIST_* settings
+    assert isinstance(result.exception, ConfigError)
+    assert result.exception.exit_code == 2  # what `vedana` (app.main) exits with
+    assert "GRIST_DATA_MODEL_DOC_ID" in str(result.exception)
