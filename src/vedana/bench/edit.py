@@ -1,0 +1,163 @@
+"""The benchmark's "1 % change": edit a fraction of the rows of a generated CSV folder in place and
+say exactly what a sync and an index of the result must do.
+
+Each data table gets every `1/fraction`-th row edited in one column the data model describes:
+the first embeddable text attribute when the table has one (its new text is unique, so it must
+be embedded once, never served from the cache), otherwise the first int attribute (+1), so the
+graph changes but no embedding does. A table with no attribute to edit (a bare link table) is
+left alone. Keys and references are never touched, so no node or edge appears or disappears.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vedana.bench.generate import (
+    PEOPLE_ANCHORS,
+    PEOPLE_LINKS,
+    REGULATIONS_ANCHORS,
+    REGULATIONS_LINKS,
+    AnchorSpec,
+    AttrSpec,
+    LinkSpec,
+)
+from vedana.errors import ConfigError
+
+SPECS: dict[str, tuple[list[AnchorSpec], list[LinkSpec]]] = {
+    "people": (PEOPLE_ANCHORS, PEOPLE_LINKS),
+    "regulations": (REGULATIONS_ANCHORS, REGULATIONS_LINKS),
+}
+
+
+@dataclass(frozen=True)
+class EditTarget:
+    """Which column of which table gets edited, and what an edited row means downstream."""
+
+    table: str
+    column: str
+    embeddable: bool  # the column is embedded: each edited row is one new text
+    kind: str  # "node" or "edge"
+    copies: int  # staging rows per source row: 2 for an undirected link, else 1
+
+
+@dataclass
+class EditSummary:
+    """What was edited, and what sync and index must therefore report."""
+
+    fraction: float
+    rows_total: int = 0
+    rows_edited: dict[str, int] = field(default_factory=dict)  # table -> rows
+    nodes_changed: int = 0  # staging node rows a sync must rewrite
+    edges_changed: int = 0  # staging edge rows (undirected links count twice)
+    texts_changed: int = 0  # distinct new texts: what the index must send to the model
+    values_changed: int = 0  # embedding rows to rewrite (an undirected link's text is stored twice)
+
+    @property
+    def edited(self) -> int:
+        return sum(self.rows_edited.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fraction": self.fraction,
+            "rows_total": self.rows_total,
+            "rows_edited": self.edited,
+            "rows_edited_by_table": self.rows_edited,
+            "expected": {
+                "nodes_changed": self.nodes_changed,
+                "edges_changed": self.edges_changed,
+                "texts_to_embed": self.texts_changed,
+                "values_to_write": self.values_changed,
+            },
+        }
+
+
+def _pick(attributes: tuple[AttrSpec, ...], owner_id: str) -> tuple[str, bool] | None:
+    """(column, embeddable) to edit: an embeddable text first, else an int; never the id."""
+    usable = [a for a in attributes if a.name != owner_id]
+    for a in usable:
+        if a.embeddable and a.dtype == "str":
+            return a.name, True
+    for a in usable:
+        if a.dtype == "int":
+            return a.name, False
+    return None
+
+
+def edit_targets(shape: str) -> list[EditTarget]:
+    if shape not in SPECS:
+        raise ConfigError(f"unknown shape {shape!r}; choose one of {', '.join(SPECS)}")
+    anchors, links = SPECS[shape]
+    targets = []
+    for anchor in anchors:
+        picked = _pick(anchor.attributes, f"{anchor.noun}_id")
+        if picked:
+            targets.append(EditTarget(f"Anchor_{anchor.noun}", *picked, kind="node", copies=1))
+    for link in links:
+        if link.anchor1_link_column:  # a foreign-key link has no table of its own
+            continue
+        picked = _pick(link.attributes, "")
+        if picked:
+            copies = 1 if link.has_direction else 2
+            targets.append(EditTarget(f"Link_{link.sentence.lower()}", *picked, kind="edge", copies=copies))
+    return targets
+
+
+def edit_csv_folder(data: Path, shape: str, fraction: float = 0.01) -> EditSummary:
+    """Edit `fraction` of the rows of each editable table in the CSV folder `data`, in place."""
+    if not 0 < fraction <= 1:
+        raise ConfigError("the edit fraction must be in (0, 1]; e.g. 0.01 for 1 %")
+    step = max(1, round(1 / fraction))
+    summary = EditSummary(fraction=fraction)
+    rows = {path.stem: _data_rows(path) for path in sorted(data.glob("*.csv"))}
+    summary.rows_total = sum(rows.values())
+    for target in edit_targets(shape):
+        path = data / f"{target.table}.csv"
+        if not path.exists():
+            continue
+        # Every step-th row from the middle of the first step; a table shorter than a step
+        # still gets its middle row edited, so tiny runs exercise every kind of change.
+        first = min(step // 2, (rows[target.table] + 1) // 2) or 1
+        edited = _edit_file(path, target, step, first)
+        summary.rows_edited[target.table] = edited
+        if target.kind == "node":
+            summary.nodes_changed += edited
+        else:
+            summary.edges_changed += edited * target.copies
+        if target.embeddable:
+            summary.texts_changed += edited
+            summary.values_changed += edited * target.copies
+    return summary
+
+
+def _data_rows(path: Path) -> int:
+    with path.open(encoding="utf-8", newline="") as f:
+        return max(sum(1 for _ in csv.reader(f)) - 1, 0)
+
+
+def _edit_file(path: Path, target: EditTarget, step: int, first: int) -> int:
+    """Rewrite `path` with `target.column` changed in data rows first, first + step, …; rows edited."""
+    tmp = path.with_suffix(".csv.tmp")
+    edited = 0
+    with path.open(encoding="utf-8", newline="") as src, tmp.open("w", encoding="utf-8", newline="") as dst:
+        reader = csv.reader(src)
+        writer = csv.writer(dst, lineterminator="\n")
+        header = next(reader)
+        writer.writerow(header)
+        column = header.index(target.column)
+        for row_no, row in enumerate(reader, start=1):
+            if row_no >= first and (row_no - first) % step == 0 and row[column] != "":
+                row[column] = _changed(row[column], row_no, target.embeddable)
+                edited += 1
+            writer.writerow(row)
+    os.replace(tmp, path)
+    return edited
+
+
+def _changed(value: str, row_no: int, embeddable: bool) -> str:
+    if embeddable:
+        return f"{value} (revised {row_no})"  # unique per row: no cache entry can serve it
+    return str(int(value) + 1)

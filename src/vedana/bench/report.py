@@ -1,0 +1,237 @@
+"""Benchmark results as rich tables (one column per size) and as a JSON file."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Row = tuple[str, Callable[[dict[str, Any]], str]]
+
+
+def write_json(results: dict[str, Any], path: Path) -> None:
+    """Write atomically, so a crashed run never leaves half a file where the last good one was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def size_label(rows: int) -> str:
+    if rows >= 1_000_000 and rows % 1_000_000 == 0:
+        return f"{rows // 1_000_000}M"
+    if rows >= 1_000 and rows % 1_000 == 0:
+        return f"{rows // 1_000}k"
+    return f"{rows:,}"
+
+
+def _get(size: dict[str, Any], *path: str) -> Any:
+    value: Any = size
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def _s(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.2f} s" if value < 100 else f"{value:.0f} s"
+
+
+def _n(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.0f}{unit}"
+
+
+def _pct(value: Any) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def _ms(lat: Any) -> str:
+    if not lat or not lat.get("n"):
+        return "–"
+    return f"{lat['p50_ms']:.1f} / {lat['p95_ms']:.1f} ms"
+
+
+def _mb(value: Any) -> str:
+    return "–" if value is None else f"{value:,.0f} MB"
+
+
+def _phase(size: dict[str, Any], name: str) -> dict[str, Any]:
+    return size["phases"].get(name) or {}
+
+
+def _timed_rate(size: dict[str, Any], phase: str, rate_key: str, unit: str) -> str:
+    entry = _phase(size, phase)
+    if not entry:
+        return "–"
+    return f"{_s(entry.get('seconds'))} · {_n(entry.get(rate_key), unit)}"
+
+
+def _rerun(size: dict[str, Any], phase: str) -> str:
+    entry = _phase(size, phase)
+    if not entry:
+        return "–"
+    return f"{_s(entry['seconds'])} ({_pct(entry.get('vs_full'))} of full)"
+
+
+def _proof(size: dict[str, Any]) -> str:
+    if "rerun_nothing_rewritten" not in size:
+        return "–"
+    sync = _phase(size, "rerun-sync").get("proof", {})
+    index = _phase(size, "rerun-index").get("proof", {})
+    verdict = "yes" if size["rerun_nothing_rewritten"] else "NO"
+    return (
+        f"{verdict}: sync wrote {sync.get('written', '?')}, index embedded "
+        f"{index.get('texts_embedded', '?')}, graph rows {index.get('graph_rows', '?')}"
+    )
+
+
+def _edit_check(size: dict[str, Any]) -> str:
+    check = size.get("edit_check")
+    if not check:
+        return "–"
+    seen, expected = check["seen"], check["expected"]
+    mark = "ok" if check["ok"] else "MISMATCH"
+    return f"{seen['texts_embedded']:,} = {expected['texts_embedded']:,} {mark}"
+
+
+def _local(size: dict[str, Any]) -> str:
+    entry = _phase(size, "embed-local")
+    if not entry:
+        return "–"
+    sample = (
+        f"{entry['texts']:,}/{entry['texts_total']:,}" if entry.get("sampled") else f"all {entry['texts']:,}"
+    )
+    return f"{_n(entry.get('texts_per_s'), '/s')} ({sample})"
+
+
+def _local_index_estimate(size: dict[str, Any]) -> str:
+    index, local = _phase(size, "index"), _phase(size, "embed-local")
+    if not index or not local or local.get("estimated_full_embed_s") is None:
+        return "–"
+    return _s(index["seconds"] - index.get("embed_s", 0.0) + local["estimated_full_embed_s"])
+
+
+def _peak(size: dict[str, Any], key: str) -> float | None:
+    values = []
+    for entry in size["phases"].values():
+        if key == "python":
+            values.append(entry.get("python_peak_mb"))
+        else:
+            values.append((entry.get("services_peak_mb") or {}).get(key))
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+THROUGHPUT_ROWS: list[Row] = [
+    ("data rows (generated)", lambda z: _n(z["rows"])),
+    ("staging rows (nodes+edges)", lambda z: _n(_get(z, "phases", "sync", "staging_rows"))),
+    ("sync (CSV folder) · rows/s", lambda z: _timed_rate(z, "sync", "rows_per_s", "/s")),
+    ("sync (.grist) · rows/s", lambda z: _timed_rate(z, "sync-grist", "rows_per_s", "/s")),
+    ("index, fast embedder (total)", lambda z: _s(_get(z, "phases", "index", "seconds"))),
+    ("  graph load · nodes+edges/s", lambda z: f"{_s(_get(z, 'phases', 'index', 'graph_s'))} · "
+     f"{_n(_get(z, 'phases', 'index', 'graph_rows_per_s'), '/s')}"),
+    ("  embed (hash) · texts/s", lambda z: f"{_n(_get(z, 'phases', 'index', 'texts_embedded'))} texts · "
+     f"{_n(_get(z, 'phases', 'index', 'texts_per_s'), '/s')}"),
+    ("  write vectors + HNSW", lambda z: _s(_get(z, "phases", "index", "vectors_s"))),
+    ("local model texts/s (sample)", _local),
+    ("  est. full index, local model", _local_index_estimate),
+    ("no-change sync", lambda z: _rerun(z, "rerun-sync")),
+    ("no-change index", lambda z: _rerun(z, "rerun-index")),
+    ("  nothing rewritten?", _proof),
+    ("1 % edit: rows edited", lambda z: _n(_get(z, "phases", "edit-files", "rows_edited"))),
+    ("  sync after edit", lambda z: _rerun(z, "edit-sync")),
+    ("  index after edit", lambda z: _rerun(z, "edit-index")),
+    ("  texts embedded = changed", _edit_check),
+    ("peak RSS python", lambda z: _mb(_peak(z, "python"))),
+    ("peak PSS postgres", lambda z: _mb(_peak(z, "postgres"))),
+    ("peak PSS falkordb", lambda z: _mb(_peak(z, "falkordb"))),
+]  # fmt: skip
+
+LATENCY_ROWS: list[Row] = [
+    ("vector search (DB) p50 / p95", lambda z: _ms(_get(z, "phases", "search", "latency"))),
+    ("  vectors in the index", lambda z: _n(sum((_get(z, "phases", "search", "vectors") or {}).values()) or None)),
+    ("query embedding, local model", lambda z: _ms(_get(z, "phases", "embed-local", "query_embed"))),
+    ("Cypher lookup p50 / p95", lambda z: _ms(_get(z, "phases", "cypher", "lookup"))),
+    ("Cypher aggregate p50 / p95", lambda z: _ms(_get(z, "phases", "cypher", "aggregate"))),
+    ("ask total p50 / p95", lambda z: _ms(_get(z, "phases", "ask", "total"))),
+    ("  in LLM calls (3 per ask)", lambda z: _ms(_get(z, "phases", "ask", "in_llm"))),
+    ("  outside the LLM", lambda z: _ms(_get(z, "phases", "ask", "outside_llm"))),
+    ("  of which tools", lambda z: _ms(_get(z, "phases", "ask", "tools"))),
+]  # fmt: skip
+
+
+def _table(title: str, sizes: list[dict[str, Any]], rows: list[Row]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("measure", style="bold")
+    for size in sizes:
+        table.add_column(size_label(size["rows"]), justify="right")
+    for label, cell in rows:
+        cells = [cell(size) for size in sizes]
+        if all(c in ("–", "– · –", "– · – texts · –") for c in cells):
+            continue
+        table.add_row(label, *cells)
+    return table
+
+
+def _memory_table(size: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(
+        title=f"Peak memory per phase at {size_label(size['rows'])} rows "
+        "(python: this process's RSS; services: PSS; child: the local-model process)",
+        title_justify="left",
+    )
+    for name in ("phase", "seconds", "python peak", "python growth", "postgres", "falkordb", "child"):
+        table.add_column(name, justify="left" if name == "phase" else "right")
+    for phase, entry in size["phases"].items():
+        services = entry.get("services_peak_mb") or {}
+        table.add_row(
+            phase,
+            _s(entry["seconds"]),
+            _mb(entry.get("python_peak_mb")),
+            _mb(entry.get("python_growth_mb")),
+            _mb(services.get("postgres")),
+            _mb(services.get("falkordb")),
+            _mb(entry.get("peak_rss_mb")),  # the local-model child process
+        )
+    return table
+
+
+def render(results: dict[str, Any], console: Any) -> None:
+    """Print the tables of `results` on `console` (a rich Console)."""
+    sizes = results["sizes"]
+    if not sizes:
+        return
+    config, machine = results["config"], results["machine"]
+    console.print(_table(f"vedana benchmark · shape {config['shape']} · fast embedder {config['fast_embedder']}",
+                         sizes, THROUGHPUT_ROWS))  # fmt: skip
+    latency = [z for z in sizes if any(p in z["phases"] for p in ("search", "cypher", "ask"))]
+    if latency:
+        console.print(_table("Latency (p50 / p95)", latency, LATENCY_ROWS))
+    console.print(_memory_table(sizes[-1]))
+    busy = machine.get("busy_processes_start") or []
+    console.print(
+        f"machine: {machine['cpus']} cpus ({machine['cpu_model']}), {machine['memory_gb']} GB; "
+        f"load {machine['load_avg_start']} → {machine.get('load_avg_end')}; "
+        f"whole machine {machine.get('cpu_busy_percent_during_run')} % busy during the run; "
+        f"other busy processes at start: {', '.join(b['name'] for b in busy) or 'none'}",
+        highlight=False,
+    )
+    notes = [
+        "index: graph/DB work measured with the hash fake embedder; the local model's texts/s comes "
+        f"from a sample of at most {config['local_sample']:,} texts per size, embedded in a child process.",
+        "vector search: database time of VectorStore.search with pre-embedded queries (top 10, threshold 0); "
+        "add the local query-embedding time for the agent's tool.",
+        f"wall time {results.get('wall_s')} s",
+    ]
+    for note in notes:
+        console.print(f"· {note}", highlight=False)

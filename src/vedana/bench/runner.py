@@ -1,0 +1,517 @@
+"""The benchmark: for each size, a fresh VEDANA_HOME on the embedded services, then the phases.
+
+Per size, in order (each phase only if chosen; prerequisites are added):
+
+1. generate the knowledge base (CSV folder; also `.grist` for `sync-grist`), start the services;
+2. `sync`: full sync of the CSV folder into staging;
+3. `index`: full index with the fast hash embedder, so the graph load and the database work are
+   visible on their own (the report splits graph / embed / vectors);
+4. `rerun`: sync and index again with nothing changed — their reports must show nothing
+   written, embedded or deleted;
+5. `search`, `cypher`, `ask`: latency probes (at the largest size only, unless asked);
+6. `edit`: edit 1 % of the rows in the CSV folder, sync and index again, and check the counts
+   (rows rewritten, texts embedded) against what the edit must cause;
+7. `embed-local`: the local model on a capped sample of the real texts, in a child process;
+8. `sync-grist`: a full sync of the same data from the `.grist` file, in another fresh home.
+
+The services are stopped at the end of each size, whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vedana.bench.edit import edit_csv_folder
+from vedana.bench.generate import generate
+from vedana.bench.measure import Meter, Phase
+from vedana.errors import ConfigError, VedanaError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from vedana.config import Settings
+    from vedana.etl.index import IndexReport
+    from vedana.etl.sync import SyncReport
+
+PHASES = ("sync", "index", "rerun", "search", "cypher", "ask", "edit", "embed-local", "sync-grist")
+DEFAULT_PHASES = tuple(p for p in PHASES if p != "sync-grist")
+LATENCY_PHASES = {"search", "cypher", "ask"}
+REQUIRES = {
+    "index": {"sync"},
+    "rerun": {"index"},
+    "search": {"index"},
+    "cypher": {"index"},
+    "ask": {"index"},
+    "edit": {"index"},
+    "embed-local": {"sync"},
+}
+DEFAULT_SIZES = (1_000, 10_000, 100_000)
+LARGE_SIZES = (300_000, 1_000_000)
+FAST_EMBEDDER = "hash-384"  # same dimension as the default local model, so the DB work is alike
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+
+Status = Callable[[str], None]
+Progress = Callable[[str, int, "int | None"], None]
+
+
+@dataclass
+class BenchConfig:
+    sizes: list[int] = field(default_factory=lambda: list(DEFAULT_SIZES))
+    phases: list[str] = field(default_factory=lambda: list(DEFAULT_PHASES))
+    shape: str = "people"
+    seed: int = 1
+    edit_fraction: float = 0.01
+    local_sample: int = 2_000  # texts the local model embeds per size (all of them if fewer)
+    queries: int = 200  # vector searches and Cypher lookups at the latency size
+    asks: int = 20
+    latency_all_sizes: bool = False
+    workdir: Path | None = None
+    keep: bool = False
+
+    def resolved_phases(self) -> list[str]:
+        """The chosen phases plus what they need, in run order."""
+        unknown = [p for p in self.phases if p not in PHASES]
+        if unknown:
+            raise ConfigError(f"unknown phase {unknown[0]!r}; choose from {', '.join(PHASES)}")
+        wanted = set(self.phases)
+        while True:
+            needed = set().union(*(REQUIRES.get(p, set()) for p in wanted)) - wanted
+            if not needed:
+                break
+            wanted |= needed
+        return [p for p in PHASES if p in wanted]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sizes": self.sizes,
+            "phases": self.resolved_phases(),
+            "shape": self.shape,
+            "seed": self.seed,
+            "edit_fraction": self.edit_fraction,
+            "local_sample": self.local_sample,
+            "queries": self.queries,
+            "asks": self.asks,
+            "latency_all_sizes": self.latency_all_sizes,
+            "fast_embedder": FAST_EMBEDDER,
+            "local_model": LOCAL_MODEL,
+        }
+
+
+def bench_settings(home: Path, **overrides: Any) -> Settings:
+    """Settings on the embedded services in `home`, whatever the environment or `.env` says
+    about external services or models."""
+    from vedana.config import Settings
+
+    values: dict[str, Any] = {
+        "vedana_home": home,
+        "db_conn_uri": None,
+        "memgraph_uri": None,
+        "embeddings_model": FAST_EMBEDDER,
+        "embeddings_dim": None,
+        "embeddings_threshold": None,
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)
+
+
+def _rate(count: float, seconds: float) -> float | None:
+    return round(count / seconds, 1) if seconds > 0 and count else None
+
+
+def _ratio(part: float, whole: float) -> float | None:
+    return round(part / whole, 4) if whole > 0 else None
+
+
+class SizeRun:
+    """One size: its own folder, its own VEDANA_HOME, its own services."""
+
+    def __init__(
+        self, config: BenchConfig, rows: int, folder: Path, meter: Meter, status: Status, progress: Progress, *,
+        latency: bool,
+    ) -> None:  # fmt: skip
+        self.config = config
+        self.rows = rows
+        self.folder = folder
+        self.meter = meter
+        self.status = status
+        self.progress = progress
+        self.phases = [p for p in config.resolved_phases() if latency or p not in LATENCY_PHASES]
+        self.kb = folder / "kb"
+        self.home = folder / "home"
+        self.settings = bench_settings(self.home)
+        self.result: dict[str, Any] = {"rows": rows, "shape": config.shape, "phases": {}}
+        self._engine: Engine | None = None
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _record(self, phase: Phase, **metrics: Any) -> dict[str, Any]:
+        entry = {**phase.to_dict(), **metrics}
+        self.result["phases"][phase.name] = entry
+        return entry
+
+    def _say(self, name: str, entry: dict[str, Any], detail: str = "") -> None:
+        self.status(f"[{self.rows:,}] {name}: {entry['seconds']:.2f} s{(' — ' + detail) if detail else ''}")
+
+    def _prog(self, prefix: str) -> Progress:
+        return lambda stage, done, total: self.progress(f"[{self.rows:,}] {prefix}: {stage}", done, total)
+
+    def _sync(self, name: str, source: str = "csv") -> tuple[SyncReport, Phase]:
+        from vedana.etl.sync import sync
+
+        if source == "csv":
+            model, data = self.kb / "model", self.kb / "data"
+        else:
+            model, data = self.kb / "model.grist", self.kb / "data.grist"
+        with self.meter.phase(name) as phase:
+            report = sync(self.settings, data_model=model, data=data, on_progress=self._prog(name))
+        return report, phase
+
+    def _index(self, name: str) -> tuple[IndexReport, Phase]:
+        from vedana.etl.index import index
+
+        with self.meter.phase(name) as phase:
+            report = index(self.settings, on_progress=self._prog(name))
+        return report, phase
+
+    # -- the run -------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        self._generate()
+        main_phases = [p for p in self.phases if p != "sync-grist"]
+        if main_phases:
+            try:
+                self._start_services()
+                for name in main_phases:
+                    getattr(self, "_phase_" + name.replace("-", "_"))()
+            finally:
+                self._stop_services(self.home)
+        if "sync-grist" in self.phases:
+            self._phase_sync_grist()
+        return self.result
+
+    def _generate(self) -> None:
+        fmt = "both" if "sync-grist" in self.phases else "csv"
+        self.status(f"[{self.rows:,}] generating a {self.config.shape} knowledge base ({fmt})")
+        with self.meter.phase("generate") as phase:
+            manifest = generate(self.config.shape, self.rows, self.config.seed, self.kb, fmt)
+        self.manifest = manifest
+        csv_bytes = sum(p.stat().st_size for p in (self.kb / "data").glob("*.csv"))
+        self._record(
+            phase, rows=manifest["rows"], rows_per_s=_rate(manifest["rows"], phase.seconds),
+            tables=manifest["tables"], csv_mb=round(csv_bytes / 2**20, 2),
+        )  # fmt: skip
+        self.result["expected"] = manifest["expected"]
+
+    def _start_services(self) -> None:
+        from vedana.stores.embedded_falkordb import ensure_falkordb, falkordb_status
+        from vedana.stores.embedded_postgres import postgres_status
+        from vedana.stores.postgres import get_engine
+
+        with self.meter.phase("services") as phase:
+            self._engine = get_engine(self.settings)
+            ensure_falkordb(self.home)
+        self.meter.watch_services(
+            {"postgres": postgres_status(self.home)["pid"], "falkordb": falkordb_status(self.home)["pid"]}
+        )
+        entry = self._record(phase, what="start embedded Postgres (initdb) + FalkorDB, create the schema")
+        self._say("services", entry)
+
+    def _stop_services(self, home: Path) -> None:
+        from vedana.stores.embedded_falkordb import falkordb_status, stop_falkordb
+        from vedana.stores.embedded_postgres import postgres_status, stop_postgres
+
+        self.meter.watch_services({})
+        if home == self.home and self._engine is not None:
+            self.result["storage_mb"] = {
+                "postgres": round(postgres_status(home)["size_bytes"] / 2**20, 1),
+                "falkordb": round(falkordb_status(home)["size_bytes"] / 2**20, 1),
+            }
+            self._engine.dispose()
+            self._engine = None
+        stop_falkordb(home)
+        stop_postgres(home)
+
+    # -- phases ----------------------------------------------------------------------------------
+    def _phase_sync(self) -> None:
+        report, phase = self._sync("sync")
+        data = report.to_dict()
+        nodes = {k: v["loaded"] for k, v in data["nodes"].items()}
+        edges = {k: v["loaded"] for k, v in data["edges"].items()}
+        expected = self.manifest["expected"]
+        counts_match = nodes == expected["nodes"] and edges == expected["edges"]
+        entry = self._record(
+            phase, rows_read=report.rows_read, rows_per_s=_rate(report.rows_read, phase.seconds),
+            staging_rows=sum(nodes.values()) + sum(edges.values()),
+            nodes=sum(nodes.values()), edges=sum(edges.values()), counts_match_generator=counts_match,
+        )  # fmt: skip
+        if not counts_match:
+            entry["counts"] = {"nodes": nodes, "edges": edges}
+        self._say("sync", entry, f"{entry['rows_per_s'] or 0:,.0f} rows/s")
+
+    def _phase_index(self) -> None:
+        report, phase = self._index("index")
+        self.full_index = report
+        seconds = report.phase_seconds
+        entry = self._record(
+            phase,
+            embedder=report.model,
+            read_s=seconds.get("read", 0.0),
+            graph_s=seconds.get("graph", 0.0),
+            graph_rows=report.graph_rows,
+            nodes=report.nodes_upserted,
+            edges=report.edges_upserted,
+            graph_rows_per_s=_rate(report.graph_rows, seconds.get("graph", 0.0)),
+            embed_s=seconds.get("embed", 0.0),
+            texts_embedded=report.texts_embedded,
+            texts_per_s=_rate(report.texts_embedded, seconds.get("embed", 0.0)),
+            vectors_s=seconds.get("vectors", 0.0),
+            values_written=report.values_written,
+            values_per_s=_rate(report.values_written, seconds.get("vectors", 0.0)),
+        )
+        self._say(
+            "index", entry,
+            f"graph {entry['graph_rows_per_s'] or 0:,.0f} rows/s, {report.texts_embedded:,} texts, "
+            f"vectors {entry['vectors_s']:.2f} s",
+        )  # fmt: skip
+
+    def _phase_rerun(self) -> None:
+        sync_report, sync_phase = self._sync("rerun-sync")
+        index_report, index_phase = self._index("rerun-index")
+        totals = sync_report.to_dict()["totals"]
+        sync_proof = {
+            "written": totals["nodes"]["written"] + totals["edges"]["written"],
+            "deleted": totals["nodes"]["deleted"] + totals["edges"]["deleted"],
+            "unchanged": totals["nodes"]["unchanged"] + totals["edges"]["unchanged"],
+            "stopped_early": sync_report.unchanged_early,
+        }
+        index_proof = {
+            "graph_rows": index_report.graph_rows,
+            "texts_embedded": index_report.texts_embedded,
+            "values_written": index_report.values_written,
+            "values_deleted": index_report.values_deleted,
+        }
+        full = self.result["phases"]
+        nothing = not (sync_proof["written"] or sync_proof["deleted"] or any(index_proof.values()))
+        s = self._record(
+            sync_phase, proof=sync_proof, vs_full=_ratio(sync_phase.seconds, full["sync"]["seconds"])
+        )
+        i = self._record(
+            index_phase, proof=index_proof, vs_full=_ratio(index_phase.seconds, full["index"]["seconds"])
+        )
+        self.result["rerun_nothing_rewritten"] = nothing
+        self._say("rerun sync", s, f"{s['vs_full']:.1%} of the full sync")
+        self._say("rerun index", i, f"{i['vs_full']:.1%} of the full index; nothing rewritten: {nothing}")
+
+    def _phase_edit(self) -> None:
+        with self.meter.phase("edit-files") as phase:
+            summary = edit_csv_folder(self.kb / "data", self.config.shape, self.config.edit_fraction)
+        self._record(phase, **summary.to_dict())
+        sync_report, sync_phase = self._sync("edit-sync")
+        index_report, index_phase = self._index("edit-index")
+        totals = sync_report.to_dict()["totals"]
+        seen = {
+            "nodes_changed": totals["nodes"]["written"],
+            "edges_changed": totals["edges"]["written"],
+            "graph_rows": index_report.graph_rows,
+            "texts_embedded": index_report.texts_embedded,
+            "values_written": index_report.values_written,
+        }
+        expected = {
+            "nodes_changed": summary.nodes_changed,
+            "edges_changed": summary.edges_changed,
+            "graph_rows": summary.nodes_changed + summary.edges_changed,
+            "texts_embedded": summary.texts_changed,
+            "values_written": summary.values_changed,
+        }
+        full = self.result["phases"]
+        s = self._record(sync_phase, vs_full=_ratio(sync_phase.seconds, full["sync"]["seconds"]))
+        i = self._record(
+            index_phase,
+            vs_full=_ratio(index_phase.seconds, full["index"]["seconds"]),
+            embed_s=index_report.phase_seconds.get("embed", 0.0),
+            graph_s=index_report.phase_seconds.get("graph", 0.0),
+            vectors_s=index_report.phase_seconds.get("vectors", 0.0),
+        )
+        self.result["edit_check"] = {
+            "expected": expected,
+            "seen": seen,
+            "ok": seen == expected,
+            "embedding_calls_equal_changed_values": seen["texts_embedded"] == expected["texts_embedded"],
+        }
+        self._say("edit sync", s, f"{s['vs_full']:.1%} of the full sync")
+        self._say(
+            "edit index", i,
+            f"{i['vs_full']:.1%} of the full index; texts embedded {seen['texts_embedded']:,} "
+            f"(changed values {expected['texts_embedded']:,}) {'ok' if seen == expected else 'MISMATCH'}",
+        )  # fmt: skip
+
+    def _phase_search(self) -> None:
+        from vedana.bench.probes import probe_search
+
+        assert self._engine is not None
+        with self.meter.phase("search") as phase:
+            found = probe_search(self.settings, self._engine, self.config.queries)
+        entry = self._record(phase, **found)
+        lat = found["latency"]
+        self._say("search", entry, f"p50 {lat.get('p50_ms', 0):.1f} ms, p95 {lat.get('p95_ms', 0):.1f} ms")
+
+    def _phase_cypher(self) -> None:
+        from vedana.bench.probes import probe_cypher
+        from vedana.stores.graph import open_graph
+
+        assert self._engine is not None
+        with self.meter.phase("cypher") as phase, open_graph(self.settings) as graph:
+            found = probe_cypher(self.settings, self._engine, graph, self.config.shape, self.config.queries)
+        entry = self._record(phase, **found)
+        lat, agg = found["lookup"], found["aggregate"]
+        self._say(
+            "cypher", entry,
+            f"lookup p50 {lat.get('p50_ms', 0):.1f} ms, p95 {lat.get('p95_ms', 0):.1f} ms; "
+            f"aggregate p50 {agg.get('p50_ms', 0):.0f} ms",
+        )  # fmt: skip
+
+    def _phase_ask(self) -> None:
+        from vedana.bench.probes import probe_ask
+
+        assert self._engine is not None
+        with self.meter.phase("ask") as phase:
+            found = probe_ask(self.settings, self._engine, self.config.shape, self.config.asks)
+        entry = self._record(phase, **found)
+        out = found["outside_llm"]
+        self._say(
+            "ask",
+            entry,
+            f"outside the LLM p50 {out.get('p50_ms', 0):.1f} ms, p95 {out.get('p95_ms', 0):.1f} ms",
+        )
+
+    def _phase_embed_local(self) -> None:
+        texts, total = self._texts_sample(self.config.local_sample)
+        with self.meter.phase("embed-local") as phase:
+            measured = _embed_in_child(texts, self.folder)
+        rate = measured.get("texts_per_s") or 0
+        full_s = round(total / rate, 1) if rate else None
+        entry = self._record(
+            phase, **measured, texts_total=total, sampled=len(texts) < total,
+            estimated_full_embed_s=full_s,
+        )  # fmt: skip
+        sample = f"sample of {len(texts):,}/{total:,} texts" if len(texts) < total else f"all {total:,} texts"
+        self._say("embed-local", entry, f"{rate:,.0f} texts/s on a {sample}; full embed ≈ {full_s} s")
+
+    def _texts_sample(self, cap: int) -> tuple[list[str], int]:
+        """Up to `cap` distinct embeddable texts from staging (what a full index would embed,
+        picked evenly by hash) and how many distinct texts there are in all."""
+        from vedana.etl.embed_values import embed_targets
+        from vedana.stores.staging import load_data_model
+
+        assert self._engine is not None
+        with self._engine.connect() as conn:
+            targets = embed_targets(load_data_model(conn))
+            parts, params = [], {}
+            for n, (kind, label, attribute) in enumerate(targets):
+                table, col = ("nodes", "node_type") if kind == "node" else ("edges", "edge_label")
+                parts.append(
+                    f"SELECT attributes ->> %(a{n})s AS t FROM {table} WHERE {col} = %(l{n})s AND NOT deleted "
+                    f"AND jsonb_typeof(attributes -> %(a{n})s) = 'string'"
+                )
+                params |= {f"a{n}": attribute, f"l{n}": label}
+            if not parts:
+                return [], 0
+            union = " UNION ".join(parts)
+            total = int(conn.exec_driver_sql(f"SELECT count(*) FROM ({union}) u", params).scalar() or 0)
+            rows = conn.exec_driver_sql(
+                f"SELECT t FROM ({union}) u ORDER BY md5(t) LIMIT %(cap)s", {**params, "cap": cap}
+            )
+            return [r[0] for r in rows], total
+
+    def _phase_sync_grist(self) -> None:
+        from vedana.stores.embedded_postgres import postgres_status
+        from vedana.stores.postgres import get_engine
+
+        home = self.folder / "home-grist"
+        self.settings, main_settings = bench_settings(home), self.settings
+        engine = None
+        try:
+            engine = get_engine(self.settings)
+            self.meter.watch_services({"postgres": postgres_status(home)["pid"]})
+            report, phase = self._sync("sync-grist", source="grist")
+            entry = self._record(
+                phase, rows_read=report.rows_read, rows_per_s=_rate(report.rows_read, phase.seconds)
+            )
+            self._say("sync-grist", entry, f"{entry['rows_per_s'] or 0:,.0f} rows/s")
+        finally:
+            if engine is not None:
+                engine.dispose()
+            self._stop_services(home)
+            self.settings = main_settings
+
+
+def _embed_in_child(texts: list[str], folder: Path) -> dict[str, Any]:
+    """Run `vedana.bench.local_embed` in a child process on `texts`; its JSON report."""
+    if not texts:
+        return {"texts": 0, "texts_per_s": None}
+    path = folder / "local-texts.json"
+    path.write_text(json.dumps(texts), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "vedana.bench.local_embed", str(path), "--model", LOCAL_MODEL],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        raise VedanaError(f"the local-model child failed: {lines[-1] if lines else 'no output'}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run(config: BenchConfig, *, status: Status, progress: Progress) -> dict[str, Any]:
+    """Run every size; the results as a JSON-able dict."""
+    from vedana.bench.machine import machine_end, machine_info
+
+    if not config.sizes:
+        raise ConfigError("no sizes to run; pass --sizes, e.g. --sizes 1k,10k")
+    config.resolved_phases()  # fail on an unknown phase before any work
+    started = time.time()
+    machine = machine_info()
+    sizes = sorted(config.sizes)
+    results: dict[str, Any] = {
+        "benchmark": "vedana",
+        "version": _version(),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "machine": machine,
+        "config": config.to_dict(),
+        "sizes": [],
+    }
+    root = Path(tempfile.mkdtemp(prefix="vedana-bench-", dir=config.workdir))
+    try:
+        with Meter() as meter:
+            results["exact_memory_peaks"] = meter.exact_peaks
+            for rows in sizes:
+                latency = config.latency_all_sizes or rows == sizes[-1]
+                size_run = SizeRun(
+                    config, rows, root / f"rows-{rows}", meter, status, progress, latency=latency
+                )
+                results["sizes"].append(size_run.run())
+                if not config.keep:
+                    shutil.rmtree(root / f"rows-{rows}", ignore_errors=True)
+    finally:
+        if not config.keep:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            status(f"kept the knowledge bases and homes under {root}")
+    machine_end(machine)
+    results["wall_s"] = round(time.time() - started, 1)
+    return results
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vedana")
+    except PackageNotFoundError:
+        return "unknown"
