@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: install
-	VEDANA_HOME=$${VEDANA_HOME:-.vedana-demo} $(BIN)/python -m vedana.demo
+	VEDANA=$(BIN)/vedana bash scripts/demo.sh
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# `make demo`: sync and index a sample knowledge base on the embedded defaults (no servers to
+# install, no API key), then show a vector search, a Cypher query and the services. Runs
+# `vedana ask` too when a language model is configured.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VEDANA="${VEDANA:-.venv/bin/vedana}"
+SAMPLE="${SAMPLE:-samples/people}"
+export VEDANA_HOME="${VEDANA_HOME:-.vedana-demo}"
+
+step() { printf '\n\033[1m== %s\033[0m\n$ %s\n' "$1" "${*:2}" >&2; "${@:2}"; }
+
+step "1/6 sync the sample into Postgres" \
+  "$VEDANA" sync --data-model "$SAMPLE/model" --data "$SAMPLE/data"
+step "2/6 embed text into pgvector and load the graph" \
+  "$VEDANA" index
+step "3/6 a second index has nothing to do" \
+  "$VEDANA" index
+step "4/6 vector search: interests close to \"marsupials\"" \
+  "$VEDANA" search interest interest_name "marsupials" --top-n 5
+step "5/6 Cypher: the most shared interests" \
+  "$VEDANA" cypher "MATCH (p:person)-[:PERSON_has_INTEREST]->(i:interest)
+                    RETURN i.interest_name AS interest, count(p) AS people
+                    ORDER BY people DESC LIMIT 5"
+step "6/6 the embedded services" \
+  "$VEDANA" services status
+
+if [[ -n "${OPENAI_API_KEY:-}${OPENROUTER_API_KEY:-}${ANTHROPIC_API_KEY:-}${VEDANA_LLM_API_BASE:-}" ]]; then
+  step "ask" "$VEDANA" ask "Who likes koalas, and where do they live?"
+else
+  printf '\n(skipping `vedana ask`: set OPENAI_API_KEY, or MODEL + a provider key, to try it)\n' >&2
+fi
+printf '\nState is in %s; stop the services with: %s services stop\n' "$VEDANA_HOME" "$VEDANA" >&2
