@@ -84,7 +84,7 @@ def test_ask_prints_the_answer_on_stdout_and_the_trace_on_stderr(
     assert "openai/filter: kept 2/3 anchors, 1/2 links" in trace
     assert "ignored (not in the data model) anchor_nouns: Griffin" in trace
     assert "1. [round 1] vector_text_search Animal.name ≈ 'quokkas'" in trace
-    assert "-> 1 hits: a1" in trace or "hits: a1" in trace
+    assert "-> 1 hit: a1 0." in trace
     assert "2. [round 1] cypher MATCH (p:Person)-[:LIKES]->" in trace and "-> 3 rows in" in trace
     assert "openai/agent: 2 calls" in trace and "cost unknown" in trace
     assert "outside the LLM" in trace

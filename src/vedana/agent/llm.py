@@ -109,7 +109,7 @@ class LLM:
         record.prompt_tokens = getattr(usage, "prompt_tokens", None)
         record.completion_tokens = getattr(usage, "completion_tokens", None)
         try:
-            record.cost_usd = float(litellm.completion_cost(completion_response=response))
+            record.cost_usd = round(float(litellm.completion_cost(completion_response=response)), 8)
         except Exception:  # unknown price (local or custom model): cost stays unknown
             record.cost_usd = None
         self._record(record)

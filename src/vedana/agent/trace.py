@@ -85,7 +85,7 @@ class Trace:
             if call.cost_usd is None or entry["cost_usd"] is None:
                 entry["cost_usd"] = None  # unknown for one call means unknown for the sum
             else:
-                entry["cost_usd"] += call.cost_usd
+                entry["cost_usd"] = round(entry["cost_usd"] + call.cost_usd, 8)
         return usage
 
     def to_dict(self) -> dict[str, Any]:
@@ -114,4 +114,5 @@ class AskResult:
     trace: Trace
 
     def to_dict(self) -> dict[str, Any]:
-        return {"question": self.trace.question, "answer": self.answer, "trace": self.trace.to_dict()}
+        trace = self.trace.to_dict()
+        return {"question": trace.pop("question"), "answer": self.answer, "trace": trace}

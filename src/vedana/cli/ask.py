@@ -69,6 +69,10 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f} s"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _clip(text: str, width: int = 90) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -106,11 +110,11 @@ def tool_result(call: dict[str, Any]) -> str:
         prefix = "REFUSED" if call.get("refused") else "error"
         return f"{prefix}: {_clip(call['error'], 70)}"
     if call["name"] == "cypher" and call.get("rows") is not None:
-        return f"{call['rows']} rows" + (" (TRUNCATED)" if call.get("truncated") else "")
+        return _count(call["rows"], "row") + (" (TRUNCATED)" if call.get("truncated") else "")
     if call.get("hits") is not None:
         hits = call["hits"]
         shown = ", ".join(f"{_hit_id(h)} {h.get('score')}" for h in hits[:3])
-        return f"{len(hits)} hits" + (f": {shown}" if shown else "") + (" …" if len(hits) > 3 else "")
+        return _count(len(hits), "hit") + (f": {shown}" if shown else "") + (" …" if len(hits) > 3 else "")
     return f"{call.get('result_chars', 0)} chars"
 
 
@@ -154,7 +158,7 @@ def plain_trace(trace: dict[str, Any]) -> str:
     lines.append("models:")
     for model, calls, prompt, completion, cost in usage_rows(trace):
         lines.append(
-            f"  {model}: {calls} calls, {prompt} prompt + {completion} completion tokens, cost {cost}"
+            f"  {model}: {_count(int(calls), 'call')}, {prompt} prompt + {completion} completion tokens, cost {cost}"
         )
     if trace.get("prompts_overridden"):
         lines.append(f"prompts from the Prompts table: {', '.join(trace['prompts_overridden'])}")
@@ -178,9 +182,13 @@ def _print_rich_trace(trace: dict[str, Any]) -> None:
         console.print(
             label + f"[{style}]{redact(line)}[/]" if style else label + redact(line), highlight=False
         )
-    tools = Table(title=None, show_edge=False, header_style="bold", expand=False)
-    for column in ("#", "round", "tool", "arguments", "result", "time"):
-        tools.add_column(column, overflow="fold")
+    tools = Table(show_edge=False, header_style="bold", expand=True)
+    tools.add_column("#", justify="right")
+    tools.add_column("round", justify="right")
+    tools.add_column("tool", no_wrap=True)
+    tools.add_column("arguments", ratio=3, overflow="fold")
+    tools.add_column("result", ratio=2, overflow="fold")
+    tools.add_column("time", justify="right", no_wrap=True)
     for call in trace["tool_calls"]:
         result = tool_result(call)
         tools.add_row(
