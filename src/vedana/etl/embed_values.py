@@ -27,7 +27,7 @@ Progress = Callable[[str, int, "int | None"], None]
 EMBED_STAGE = "embed texts"
 WRITE_STAGE = "write vectors"
 CHARS_PER_TOKEN = 4  # rough average for estimating tokens before anything is sent
-BULK_ROWS = 10_000  # above this (and more rows than the table holds) rebuild HNSW after the load
+BULK_ROWS = 1_000  # above this (and more rows than the table holds) rebuild HNSW after the load
 
 # Attribute types whose values are not prose, whatever the cell holds.
 NON_TEXT_DTYPES = {
@@ -146,6 +146,7 @@ def _prepare(
             AND r.from_node_id = v.from_node_id AND r.to_node_type = v.to_node_type
             AND r.to_node_id = v.to_node_id AND r.attribute_name = v.attribute_name {changed}"""
     )
+    conn.exec_driver_sql("ANALYZE tmp_node_writes, tmp_edge_writes")
     changes = VectorChanges()
     changes.values_deleted = sum(
         int(conn.exec_driver_sql(f"SELECT count(*) FROM {table} r WHERE {cond}").scalar() or 0)
@@ -245,6 +246,8 @@ def embed_values(
 
     from vedana.stores.staging import set_state
 
+    if rows.empty and not rebuild:
+        return VectorChanges()  # the common cron case: nothing new since the last run
     targets = embed_targets(dm)
     pending = _prepare(conn, targets, rows, model, rebuild=rebuild)
     conn.commit()  # temp tables live on with the session; the embedding batches commit one by one
@@ -285,6 +288,8 @@ def embed_values(
         )
     if bulk:
         vs.create_hnsw_indexes(conn, model.dim)
+        # Fresh statistics, or the next small run may plan as if the tables were empty.
+        conn.exec_driver_sql(f"ANALYZE {vs.NODE_TABLE}, {vs.EDGE_TABLE}")
     if rebuild:
         vs.prune_cache(conn, model)
     set_state(conn, VECTORS_VERSION_KEY, rows.upto)

@@ -108,6 +108,11 @@ class VersionRange:
     def full(self) -> bool:
         return self.since is None
 
+    @property
+    def empty(self) -> bool:
+        """No staging row can be in range: the watermark is already at the latest version."""
+        return self.since is not None and self.since >= self.upto
+
     def where(self, alias: str = "") -> str:
         """SQL condition on a staging table (columns qualified by `alias` if given)."""
         p = f"{alias}." if alias else ""
@@ -172,6 +177,8 @@ def load_graph(
 ) -> GraphChanges:
     """Apply staging rows in `rows` to `graph`: nodes first (so edges find their endpoints), then
     edges; tombstones delete. Idempotent, so a load cut short is simply run again."""
+    if rows.empty:
+        return GraphChanges()
     check_names(conn, rows)
     planned = count_changes(conn, rows)
     changes = GraphChanges()
