@@ -305,3 +305,24 @@ def test_happy_path_vector_search_then_cypher_with_the_right_rows_reaching_the_m
     assert trace["usage"]["openai/agent"]["prompt_tokens"] > 0
     assert trace["usage"]["openai/agent"]["cost_usd"] is None  # a price litellm does not know
     assert trace["timings"]["total_s"] >= trace["timings"]["llm_s"] > 0
+
+
+def test_the_library_trace_masks_secrets_a_model_echoes(
+    agent_settings: Settings,
+    fake_llm: FakeLLM,
+    graph: GraphStore,
+    kb: DataModel,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secret = "sk-live-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    fake_llm.agent.append(
+        tool_calls(("cypher", {"query": f"MATCH (p:Person {{name: '{secret}'}}) RETURN p"}))
+    )
+    fake_llm.agent.append(answer(f"The key is {secret}."))
+
+    data = ask(agent_settings, "What is the key?", use_filter=False, graph=graph).to_dict()
+
+    assert secret not in json.dumps(data)
+    assert data["answer"] == "The key is ***."
+    assert data["trace"]["tool_calls"][0]["arguments"]["query"] == "MATCH (p:Person {name: '***'}) RETURN p"

@@ -7,7 +7,14 @@ import json
 import pytest
 
 from support.agent_kb import data_model
-from vedana.agent.tools import MAX_FLOAT_LIST, Toolbox, clean, searchables, vector_args_model
+from vedana.agent.tools import (
+    MAX_FLOAT_LIST,
+    MAX_RESULT_CHARS,
+    Toolbox,
+    clean,
+    searchables,
+    vector_args_model,
+)
 from vedana.config import Settings
 from vedana.datamodel import DataModel
 from vedana.stores.graph import GraphStore
@@ -37,6 +44,20 @@ def test_a_result_within_the_cap_is_not_marked(settings: Settings, graph: GraphS
         toolbox(settings, graph, cypher_rows_limit=4), "MATCH (p:Person) RETURN p.id"
     )
     assert "truncated" not in json.loads(text) and trace.truncated is False and trace.rows == 4
+
+
+def test_a_result_too_long_to_read_loses_rows_and_the_model_is_told(
+    settings: Settings, graph: GraphStore, kb: DataModel
+) -> None:
+    box = toolbox(settings, graph, cypher_rows_limit=1000)
+    text, trace = run_cypher_tool(
+        box, "UNWIND range(1, 900) AS i RETURN i, reduce(s = '', x IN range(1, 100) | s + 'x') AS pad"
+    )
+    payload = json.loads(text)
+    assert len(text) <= MAX_RESULT_CHARS
+    assert 1 <= len(payload["rows"]) < 900 and payload["rows"][0]["i"] == 1
+    assert payload["truncated"] is True and "too long to read" in payload["note"]
+    assert (trace.rows, trace.truncated) == (len(payload["rows"]), True)
 
 
 def test_a_slow_query_times_out_and_the_model_is_told(settings: Settings, graph: GraphStore) -> None:

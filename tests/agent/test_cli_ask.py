@@ -240,3 +240,29 @@ def test_cypher_refuses_writes_and_leaves_the_graph_alone(
     assert result.exit_code == 1
     assert isinstance(result.exception, CypherWriteRefused)
     assert graph.counts() == before
+
+
+def test_the_trace_on_a_terminal_is_rich_tables(
+    cli_env: None, fake_llm: FakeLLM, indexed_kb: DataModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from vedana.cli import ask as ask_command
+    from vedana.cli import output
+
+    script_quokka_run(fake_llm)
+    result = invoke("ask", "Who likes quokkas?", "--json")
+    assert result.exit_code == 0, result.stderr
+    screen = io.StringIO()
+    monkeypatch.setattr(output, "stderr_console", lambda: Console(file=screen, width=140, color_system=None))
+
+    ask_command._print_rich_trace(json.loads(result.stdout)["trace"])
+
+    text = screen.getvalue()
+    assert "filter  openai/filter: kept 2/3 anchors" in text
+    assert "ignored (not in the data model) anchor_nouns: Griffin" in text
+    assert "│ vector_text_search │ Animal.name ≈ 'quokkas'" in text
+    assert "1 hit: a1" in text and "3 rows" in text
+    assert "openai/agent" in text and "openai/filter" in text

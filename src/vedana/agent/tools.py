@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 # A list of more floats than this inside a result is taken for an embedding and dropped.
 MAX_FLOAT_LIST = 32
+# Cypher results longer than this (JSON characters) lose rows from the end, so one wide result
+# cannot fill the model's context; the model is told, as for the row cap.
+MAX_RESULT_CHARS = 60_000
 VECTOR_SEARCH = "vector_text_search"
 CYPHER = "cypher"
 
@@ -321,19 +324,16 @@ class Toolbox:
                     "narrow it with WHERE, anchor it on ids, or aggregate"
                 )
             return f"error: {message}; fix the query and try again"
-        trace.rows, trace.truncated = len(outcome.rows), outcome.truncated
-        payload: dict[str, Any] = {
-            "columns": outcome.columns,
-            "rows": outcome.rows,
-            "row_count": len(outcome.rows),
-        }
+        rows, note = outcome.rows, None
         if outcome.truncated:
-            payload["truncated"] = True
-            payload["note"] = (
-                f"Truncated: only the first {outcome.row_limit} rows are shown and more exist. "
-                "Use count()/collect() or a narrower WHERE instead of listing everything."
-            )
-        return _dumps(payload)
+            note = f"only the first {outcome.row_limit} rows are shown and more exist"
+        text = _cypher_payload(outcome.columns, rows, note)
+        while len(text) > MAX_RESULT_CHARS and len(rows) > 1:
+            rows = rows[: max(1, len(rows) * MAX_RESULT_CHARS // len(text) - 1)]
+            note = f"only the first {len(rows)} rows are shown: the full result is too long to read"
+            text = _cypher_payload(outcome.columns, rows, note)
+        trace.rows, trace.truncated = len(rows), note is not None
+        return text
 
     def _vector(self, arguments: dict[str, Any], trace: ToolCallTrace) -> str:
         try:
@@ -375,6 +375,16 @@ class Toolbox:
         if not self.searchables:  # free strings: search what the caller named, nodes first
             return Searchable("node", label, prop, None, None)
         return None
+
+
+def _cypher_payload(columns: list[str], rows: list[dict[str, Any]], note: str | None) -> str:
+    payload: dict[str, Any] = {"columns": columns, "rows": rows, "row_count": len(rows)}
+    if note:
+        payload["truncated"] = True
+        payload["note"] = (
+            f"Truncated: {note}. Use count()/collect() or a narrower WHERE instead of listing everything."
+        )
+    return _dumps(payload)
 
 
 def _short_validation(exc: ValidationError) -> str:

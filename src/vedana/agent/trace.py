@@ -100,7 +100,7 @@ class Trace:
             "import_s": round(self.import_s, 4),
         }
         del data["total_s"], data["import_s"]
-        return data
+        return redacted(data)
 
 
 def _compact(call: dict[str, Any]) -> dict[str, Any]:
@@ -115,4 +115,22 @@ class AskResult:
 
     def to_dict(self) -> dict[str, Any]:
         trace = self.trace.to_dict()
-        return {"question": trace.pop("question"), "answer": self.answer, "trace": trace}
+        return {"question": trace.pop("question"), "answer": redacted(self.answer), "trace": trace}
+
+
+def redacted(data: Any) -> Any:
+    """`data` with every configured secret masked in its strings (a model may echo one)."""
+    from vedana.redaction import known_secrets, redact
+
+    secrets = known_secrets()
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value, secrets)
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return walk(data)
