@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -267,3 +269,39 @@ def test_with_wait_the_second_run_waits_and_then_finds_everything_up_to_date(
     ok, unchanged = sorted(runs, key=lambda r: r["status"])
     assert unchanged["started_at"] >= ok["finished_at"]
     assert live_counts(blank_kb) == {"nodes": BASE_NODES, "edges": BASE_EDGES}
+
+
+def test_a_run_killed_mid_index_leaves_nothing_a_next_run_cannot_repair(
+    ops_settings: Settings, blank_kb: Engine, graph: GraphStore, tmp_path: Path, first_run_id: int
+) -> None:
+    """kill -9 once its index has started: the locks die with the process, the next run takes
+    them at once and brings everything in line; the log shows the killed run."""
+    from vedana.ops.status import status
+
+    people = SAMPLES / "people"
+    expected = json.loads((people / "expected.json").read_text())
+    args = ["run", *source_args(people / "model", people / "data"), "--wait", "0"]
+    proc = subprocess.Popen(vedana_command(*args), cwd=tmp_path, env=cli_env(), stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(r["kind"] == "index" for r in run_rows(blank_kb, first_run_id)):
+            assert proc.poll() is None, "the run ended before its index started"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+
+    report = run(ops_settings, data_model=people / "model", data=people / "data", wait=5)
+
+    assert report.status == "updated"
+    full = {"nodes": expected["nodes"], "edges": expected["edges"]}
+    assert live_counts(blank_kb) == full
+    assert graph.counts() == full
+    killed = [r for r in status(ops_settings, limit=20)["runs"] if r["id"] < report.run_id]
+    assert [(r["kind"], r["status"]) for r in killed if r["id"] > first_run_id] == [
+        ("index", "interrupted"),
+        ("sync", "ok"),
+        ("run", "interrupted"),
+    ]

@@ -103,3 +103,22 @@ def test_an_unknown_kind_is_a_usage_error(ops_env: None) -> None:
 
     assert result.exit_code == 2
     assert "sync, index or run" in result.output or "sync, index, run" in result.output
+
+
+def test_a_running_row_whose_lock_nobody_holds_reads_interrupted(
+    ops_settings: Settings, blank_kb: Engine, first_run_id: int
+) -> None:
+    from vedana.ops.lock import advisory_lock
+    from vedana.stores.tables import runs
+
+    with blank_kb.begin() as conn:  # what a killed run leaves behind
+        conn.execute(runs.insert().values(kind="run", source="killed"))
+
+    def newest() -> str:
+        [row] = status(ops_settings, limit=1)["runs"]
+        assert row["id"] > first_run_id
+        return row["status"]
+
+    assert newest() == "interrupted"
+    with advisory_lock(blank_kb, wait=0):  # a live run, possibly on another machine
+        assert newest() == "running"

@@ -23,7 +23,8 @@ def runs(
     """Show recent runs and what the knowledge base holds now.
 
     Runs: sync, index and run, newest first, with status (ok, unchanged, failed, busy,
-    running), duration, counts and error. Knowledge base: counts per type in staging,
+    running, or interrupted for a run whose process was killed), duration, counts and
+    error. Knowledge base: counts per type in staging,
     the graph and the vectors, the last successful sync/index/run, and the embedding
     model the vectors were made with.
 
@@ -152,7 +153,14 @@ def _print_rich(result: dict[str, Any]) -> None:
     table = Table(title="recent runs", title_justify="left", header_style="bold")
     for column in ("#", "started", "kind", "status", "time", "counts / error"):
         table.add_column(column, justify="right" if column in ("#", "time") else "left")
-    colours = {"ok": "green", "unchanged": "green", "failed": "red", "busy": "yellow", "running": "cyan"}
+    colours = {
+        "ok": "green",
+        "unchanged": "green",
+        "failed": "red",
+        "interrupted": "red",
+        "busy": "yellow",
+        "running": "cyan",
+    }
     for row in result["runs"]:
         seconds = f"{row['seconds']:.2f} s" if row["seconds"] is not None else ""
         status = f"[{colours.get(row['status'], 'white')}]{row['status']}[/]"

@@ -1,4 +1,9 @@
-"""`status`: recent runs from the run log and what the knowledge base holds now."""
+"""`status`: recent runs from the run log and what the knowledge base holds now.
+
+A run killed before it could finish its row (kill -9, the OOM killer, a reboot) leaves it
+`running` forever; since its locks died with it, a `running` row whose lock nobody holds is
+shown as `interrupted`.
+"""
 
 from __future__ import annotations
 
@@ -27,16 +32,39 @@ def _seconds(row: dict[str, Any]) -> float | None:
     return None
 
 
-def run_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A run-log row as plain data (timestamps as ISO text)."""
+def held_locks(conn: Connection) -> set[str]:
+    """Which of vedana's advisory locks some session holds now ("run", "writer"); read from
+    pg_locks, so it sees holders on every machine and never takes a lock itself."""
+    from vedana.ops.lock import RUN_LOCK_KEY
+    from vedana.stores.staging import WRITER_LOCK_KEY
+
+    # A bigint key below 2**32 shows up as objid with classid 0.
+    keys = {RUN_LOCK_KEY: "run", WRITER_LOCK_KEY: "writer"}
+    rows = conn.exec_driver_sql(
+        "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = 0"
+    ).scalars()
+    return {keys[k] for k in rows if k in keys}
+
+
+def _interrupted(row: dict[str, Any], held: set[str]) -> bool:
+    """A `running` row whose process is gone: killed (kill -9, OOM, reboot) before it could
+    finish its row. Its lock went with it, so nothing holds the lock it would hold."""
+    lock = "run" if row["kind"] == "run" else "writer"
+    return row["status"] == "running" and lock not in held
+
+
+def run_row(row: dict[str, Any], held: set[str] | None = None) -> dict[str, Any]:
+    """A run-log row as plain data (timestamps as ISO text); with `held` (see `held_locks`), a
+    `running` row of a process that is gone reads `interrupted`."""
 
     def iso(value: Any) -> str | None:
         return value.isoformat() if isinstance(value, datetime) else None
 
+    interrupted = held is not None and _interrupted(row, held)
     return {
         "id": row["id"],
         "kind": row["kind"],
-        "status": row["status"],
+        "status": "interrupted" if interrupted else row["status"],
         "started_at": iso(row.get("started_at")),
         "finished_at": iso(row.get("finished_at")),
         "seconds": _seconds(row),
@@ -128,7 +156,9 @@ def status(
         from vedana.stores.postgres import get_engine
 
         engine = get_engine(settings)
+    with engine.connect() as conn:
+        held = held_locks(conn)
     return {
-        "runs": [run_row(r) for r in recent_runs(engine, limit=limit, kind=kind)],
+        "runs": [run_row(r, held) for r in recent_runs(engine, limit=limit, kind=kind)],
         "knowledge_base": knowledge_base(settings, engine, graph),
     }
