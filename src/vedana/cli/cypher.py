@@ -31,7 +31,7 @@ def cypher(
 
         vedana cypher "MATCH (p:person) RETURN count(p)"
 
-        vedana cypher "MATCH (p:person)-[:PERSON_lives_in_CITY]->(c:city) RETURN c.city_name, count(p) ORDER BY 2 DESC" --limit 5
+        vedana cypher "MATCH (p:person)-[:PERSON_lives_in_CITY]->(c:city) RETURN c.city_name AS city, count(p) AS people ORDER BY people DESC" --limit 5
 
         vedana cypher "CALL db.labels()" --json
     """
@@ -52,7 +52,8 @@ def cypher(
         _print_table(outcome.columns, outcome.rows)
     else:
         _print_tsv(outcome.columns, outcome.rows)
-    summary = f"{len(outcome.rows)} rows in {outcome.elapsed_s:.3f} s"
+    count = len(outcome.rows)
+    summary = f"{count} {'row' if count == 1 else 'rows'} in {outcome.elapsed_s:.3f} s"
     if outcome.truncated:
         summary += f"; truncated at {outcome.row_limit} rows, more exist (raise --limit or aggregate)"
     info(summary)
