@@ -1,6 +1,6 @@
 """A fast, deterministic stand-in embedder for benchmarks (`EMBEDDINGS_MODEL=hash-<dim>`).
 
-Each lower-cased word is hashed to one signed coordinate (feature hashing) and the vector is
+Each lower-cased word is hashed to a few signed coordinates (feature hashing) and the vector is
 L2-normalised, so texts sharing words are similar and nothing needs a model or a network. It
 lets the benchmark show graph and database costs on their own; it is no semantic model.
 """
@@ -16,6 +16,7 @@ from vedana.errors import ConfigError
 
 HASH_PREFIX = "hash-"
 _WORD = re.compile(r"\w+", re.UNICODE)
+_SLOTS = 4
 
 
 def is_hash_model(name: str) -> bool:
@@ -40,8 +41,12 @@ class HashEmbedder:
     def _vector(self, text: str) -> list[float]:
         vector = [0.0] * self.dim
         for word in _WORD.findall(text.lower()) or [text]:
-            digest = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
-            vector[digest % self.dim] += 1.0 if digest >> 63 else -1.0
+            # Several signed coordinates per word, so distinct texts rarely get identical vectors
+            # (identical vectors by the thousand would make the HNSW benchmark unrealistic).
+            digest = hashlib.blake2b(word.encode(), digest_size=4 * _SLOTS).digest()
+            for slot in range(_SLOTS):
+                value = int.from_bytes(digest[4 * slot : 4 * slot + 4], "little")
+                vector[value % self.dim] += 1.0 if value >> 31 else -1.0
         norm = math.sqrt(sum(x * x for x in vector)) or 1.0
         return [x / norm for x in vector]
 
