@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -113,6 +114,7 @@ def test_off_a_terminal_it_prints_one_line_per_phase(
         "index (from scratch): graph nodes +5 -0, edges +5 -0; vectors +7 -0 (6 texts embedded"
     )
     assert lines[2].startswith("run ") and ": updated in " in lines[2]
+    assert re.search(r"\(started \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\)$", lines[2])
 
     again = invoke("run", *source_args(*kb_dirs))
     assert again.stdout.splitlines()[0].startswith("sync: up to date (5 nodes, 5 edges;")

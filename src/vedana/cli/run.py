@@ -137,4 +137,4 @@ def index_line(report: IndexReport) -> str:
 
 def run_line(report: RunReport) -> str:
     waited = f", waited {report.lock_wait_s:.1f} s for the lock" if report.lock_wait_s >= 0.5 else ""
-    return f"run {report.run_id}: {report.status} in {report.seconds:.2f} s{waited}"
+    return f"run {report.run_id}: {report.status} in {report.seconds:.2f} s{waited} (started {report.started_at})"

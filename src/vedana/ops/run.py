@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -45,6 +46,7 @@ class RunReport:
     sync: SyncReport
     index: IndexReport
     run_id: int | None = None
+    started_at: str = ""  # ISO 8601, UTC
     lock_wait_s: float = 0.0
     seconds: float = 0.0
 
@@ -57,6 +59,7 @@ class RunReport:
             "status": self.status,
             "changed": self.changed,
             "run_id": self.run_id,
+            "started_at": self.started_at,
             "sync": self.sync.to_dict(),
             "index": self.index.to_dict(),
             "lock_wait_s": round(self.lock_wait_s, 3),
@@ -113,6 +116,7 @@ def run(
     from vedana.stores.run_log import record_run
 
     started = time.monotonic()
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
     source = describe_sources(data_model, data)
     try:
         with file_lock(settings.home, wait):
@@ -142,6 +146,7 @@ def run(
                         sync=sync_report,
                         index=index_report,
                         run_id=record.id,
+                        started_at=started_at,
                         lock_wait_s=lock_wait,
                         seconds=time.monotonic() - started,
                     )
