@@ -81,10 +81,8 @@ class Agent:
         self._next_index = 0
 
     def _run_round(self, round_: int, calls: list[Any]) -> list[tuple[str, ToolCallTrace]]:
-        indexed = []
-        for call in calls:
-            indexed.append((self._next_index, call))
-            self._next_index += 1
+        indexed = list(enumerate(calls, start=self._next_index))  # order of asking, over the run
+        self._next_index += len(calls)
 
         def run(item: tuple[int, Any]) -> tuple[str, ToolCallTrace]:
             index, call = item
