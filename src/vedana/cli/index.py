@@ -46,7 +46,11 @@ def index(
         if not quiet:
             info(f"note: {message}")
 
-    with progress(show_progress(json_, quiet)) as on_progress:
+    with progress(show_progress(json_, quiet)) as bars:
+
+        def on_progress(stage: str, done: int, total: int | None) -> None:
+            bars(_numbered(stage), done, total)
+
         report = run_index(get_settings(), full=full, plan=plan, on_progress=on_progress, on_notice=notice)
     if json_:
         print_json(report.to_dict())
@@ -54,8 +58,17 @@ def index(
         _print_summary(report)
 
 
+def _numbered(stage: str) -> str:
+    """ "graph nodes" -> "1/4 graph nodes": the phases in the order they run."""
+    from vedana.etl.embed_values import EMBED_STAGE, WRITE_STAGE
+    from vedana.etl.graph_load import EDGE_STAGE, NODE_STAGE
+
+    order = [NODE_STAGE, EDGE_STAGE, EMBED_STAGE, WRITE_STAGE]
+    return f"{order.index(stage) + 1}/{len(order)} {stage}" if stage in order else stage
+
+
 def _print_summary(report: IndexReport) -> None:
-    if sys.stdout.isatty():
+    if sys.stdout.isatty() and (report.plan or report.changed):
         from vedana.cli.output import stdout_console
 
         stdout_console().print(_summary_table(report))

@@ -261,7 +261,7 @@ def embed_values(
         )
     on_embedded(time.perf_counter() - started)
 
-    on_progress(WRITE_STAGE, 0, changes.values_written)
+    on_progress(WRITE_STAGE, 0, None)  # one SQL statement: no steps to count
     bulk = rebuild or changes.values_written > max(BULK_ROWS, _row_estimate(conn))
     if bulk:
         vs.drop_hnsw_indexes(conn)

@@ -159,6 +159,8 @@ def index(
         from vedana.embeddings import get_embedder
 
         embedder = get_embedder(settings)
+    if plan:
+        return _plan(engine, embedder, full=full, on_notice=on_notice)
     progress: Progress = on_progress or (lambda stage, done, total: None)
     own_graph = graph is None
     if graph is None:
@@ -166,8 +168,6 @@ def index(
 
         graph = open_graph(settings)
     try:
-        if plan:
-            return _plan(engine, embedder, full=full, on_notice=on_notice)
         with writer_lock(engine) if lock else nullcontext():
             from vedana.stores.run_log import record_run
 
@@ -272,6 +272,7 @@ def _apply(
         t0 = time.perf_counter()
         rows = _graph_range(start, full)
         if rows.full:
+            _forget(conn, GRAPH_VERSION_KEY)  # a run killed after the clear must not look done
             graph.clear()
             report.graph_rebuilt = True
         report._add_graph(load_graph(conn, graph, rows, batch_size=batch_size, on_progress=on_progress))
@@ -282,6 +283,7 @@ def _apply(
                 on_notice,
                 f"the graph holds {in_graph} nodes but staging {in_staging}: rebuilding the graph",
             )
+            _forget(conn, GRAPH_VERSION_KEY)
             graph.clear()
             report.graph_rebuilt = True
             everything = VersionRange(None, start.upto)
@@ -296,6 +298,7 @@ def _apply(
         t0 = time.perf_counter()
         if start.recorded != start.current:
             reset_vector_tables(conn, start.current)
+            _forget(conn, VECTORS_VERSION_KEY)  # in the same commit: empty tables, no watermark
             conn.commit()
         rows = _vector_range(start, full)
         report.vectors_rebuilt = rows.full
@@ -310,6 +313,14 @@ def _apply(
     report.phase_seconds = {k: round(v, 3) for k, v in report.phase_seconds.items()}
     report.total_seconds = round(time.perf_counter() - began, 3)
     return report
+
+
+def _forget(conn: Connection, key: str) -> None:
+    """Drop a watermark and commit, before a step that would leave its target half-built."""
+    from vedana.stores.tables import vedana_state
+
+    conn.execute(vedana_state.delete().where(vedana_state.c.key == key))
+    conn.commit()
 
 
 def _plan(engine: Engine, embedder: Embedder, *, full: bool, on_notice: Notice | None) -> IndexReport:
