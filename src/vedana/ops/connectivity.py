@@ -71,8 +71,12 @@ class Services:
             from vedana.stores.graph import open_graph
 
             store = open_graph(self.settings)
+            try:
+                store.query("RETURN 1 AS ok")
+            except Exception:
+                store.close()
+                raise
             self._own_graph = True
-            store.query("RETURN 1 AS ok")
             return store
 
         return self._get(
