@@ -34,7 +34,6 @@ def import_litellm() -> Any:
         import litellm  # seconds on the first call of a process, free afterwards
 
         litellm.suppress_debug_info = True  # it would print provider banners on stdout
-        litellm.drop_params = True  # a provider without e.g. tool_choice=none still answers
         return litellm
 
 
@@ -89,7 +88,8 @@ class LLM:
         """One chat completion; raises `LLMError` on any provider failure."""
         self.check(model)
         litellm = import_litellm()
-        kwargs: dict[str, Any] = {"timeout": LLM_TIMEOUT_S, **params}
+        # drop_params: a provider without e.g. tool_choice="none" still answers.
+        kwargs: dict[str, Any] = {"timeout": LLM_TIMEOUT_S, "drop_params": True, **params}
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self._checked[model]:
