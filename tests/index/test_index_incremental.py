@@ -247,6 +247,22 @@ def test_interrupted_run_is_repaired_by_the_next(settings, shop, graph, local_em
     assert not set(embedder.texts) & set(failing.texts)
 
 
+def test_full_rebuild_killed_after_clearing_the_graph_is_repaired(
+    settings, shop, graph, local_embedder
+) -> None:
+    run(settings, shop, CountingGraph(graph), local_embedder)
+    crashing = CountingGraph(graph)
+    crashing.fail_after = 1
+    with pytest.raises(KeyboardInterrupt):
+        run(settings, shop, crashing, local_embedder, full=True, graph_batch_size=2)
+    assert graph.counts() != live_counts(shop)  # cleared, then only one batch written
+
+    notices: list[str] = []
+    report = run(settings, shop, CountingGraph(graph), local_embedder, on_notice=notices.append)
+    assert report.graph_rebuilt and not notices  # known to be unfinished, not discovered by the check
+    assert graph.counts() == live_counts(shop)
+
+
 def test_lost_graph_is_rebuilt_on_the_next_run(settings, shop, counting_graph, embedder) -> None:
     run(settings, shop, counting_graph, embedder)
     counting_graph.clear()  # e.g. the graph server lost its data

@@ -99,3 +99,22 @@ def test_wrong_sized_vectors_stop_the_run_cleanly(settings, shop, graph) -> None
     with shop.connect() as conn:
         assert get_state(conn, "index.vectors.version") is None
     assert vector_dims(shop) == set()
+
+
+class CrashOnFirstBatch(CountingEmbedder):
+    def embed(self, texts):
+        raise KeyboardInterrupt("simulated kill right after the tables were switched")
+
+
+def test_kill_after_the_model_switch_is_repaired(settings, shop, graph, local_embedder) -> None:
+    index(settings, engine=shop, graph=graph, embedder=local_embedder)
+    with pytest.raises(KeyboardInterrupt):
+        index(settings, engine=shop, graph=graph, embedder=CrashOnFirstBatch(HashEmbedder(64)))
+    with shop.connect() as conn:
+        assert vs.recorded_model(conn) == vs.ModelInfo("hash-64", 64)
+        assert get_state(conn, "index.vectors.version") is None
+    assert vector_dims(shop) == set()
+
+    report = index(settings, engine=shop, graph=graph, embedder=HashEmbedder(64))
+    assert report.values_written == EXPECTED_NODE_VALUES + EXPECTED_EDGE_VALUES
+    assert vector_dims(shop) == {64}
