@@ -175,11 +175,11 @@ def _print_rich(result: dict[str, Any]) -> None:
         holdings.add_column(column, justify="right" if column in ("staging", "graph") else "left")
     for row in _per_type(kb):
         holdings.add_row(*row)
-    state = "up to date" if kb["up_to_date"] else "[yellow]index behind staging: run `vedana index`[/]"
-    holdings.caption = (
-        f"staging version {kb['staging']['version']}, {state} · last sync {_when(kb['last_sync'])} · "
-        f"last index {_when(kb['last_index'])} · embeddings {_model_text(kb)}"
-    )
     console.print(holdings)
+    state = "up to date" if kb["up_to_date"] else "[yellow]index behind staging: run `vedana index`[/]"
+    console.print(f"staging version {kb['staging']['version']}, {state}", markup=True)
+    for label, key in (("last sync", "last_sync"), ("last index", "last_index"), ("last run", "last_run")):
+        console.print(f"{label}: {_when(kb[key])}", highlight=False)
+    console.print(f"embedding model: {_model_text(kb)}", highlight=False)
     if "error" in kb["graph"]:
         console.print(f"[yellow]graph unavailable:[/] {kb['graph']['error']}", markup=True)
