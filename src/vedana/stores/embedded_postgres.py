@@ -12,6 +12,7 @@ As root, Postgres refuses to run, so the server runs as the system user `embedde
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shlex
@@ -176,14 +177,19 @@ def _system_user() -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
-def _grant_access(owner: tuple[int, int], pgdata: Path) -> None:
-    """Let the system user reach its data dir and the wheel's binaries: o+x on the parent dirs,
-    o+rx inside the install (pip may have installed it for root only)."""
+def _grant_traverse(pgdata: Path) -> None:
+    """Let the system user reach its data dir and the wheel's binaries: o+x on their parent dirs.
+    Checked at every start, because tools may tighten a parent meanwhile (pytest resets its
+    /tmp/pytest-of-<user> dir to 0700 at each session start)."""
     for path in (pgdata, _pg_home()):
         for parent in path.parents:
             mode = parent.stat().st_mode
             if not mode & stat.S_IXOTH:
                 parent.chmod(mode | stat.S_IXOTH)
+
+
+def _grant_install_read() -> None:
+    """o+r (and o+x on dirs and programs) inside the install: pip may have installed it for root only."""
     for root, dirs, files in os.walk(_pg_home()):
         for name in dirs + files:
             path = Path(root) / name
@@ -191,13 +197,14 @@ def _grant_access(owner: tuple[int, int], pgdata: Path) -> None:
             wanted = mode | stat.S_IROTH | (stat.S_IXOTH if mode & stat.S_IXUSR else 0)
             if wanted != mode and not stat.S_ISLNK(mode):
                 path.chmod(wanted)
-    os.chown(pgdata, *owner)
 
 
 def _run_pg(tool: str, args: list[str], owner: tuple[int, int] | None, cwd: Path) -> str:
     """Run a bundled tool as the server's user; output goes to temp files because the
     postmaster inherits pg_ctl's stdio and a pipe would never close."""
     command = [str(_pg_home() / "bin" / tool), *args]
+    if owner:
+        _grant_traverse(cwd)
     user_args: dict[str, Any] = {"user": owner[0], "group": owner[1], "extra_groups": []} if owner else {}
     with tempfile.TemporaryFile("w+") as out:
         try:
@@ -232,7 +239,8 @@ def _initdb(pgdata: Path, owner: tuple[int, int] | None) -> None:
         )
     pgdata.mkdir(mode=0o700, exist_ok=True)
     if owner:
-        _grant_access(owner, pgdata)
+        _grant_install_read()
+        os.chown(pgdata, *owner)
     try:
         _run_pg(
             "initdb",
@@ -262,6 +270,7 @@ def _start(home: Path, pgdata: Path) -> _Postmaster:
     for leftover in (socket_dir / SOCKET_NAME, socket_dir / f"{SOCKET_NAME}.lock"):
         leftover.unlink(missing_ok=True)
     log = pgdata / "server.log"
+    _rotate(log)
     options = f"-h '' -k {shlex.quote(str(socket_dir))} -p {PG_PORT}"
     try:
         _run_pg(
@@ -337,6 +346,13 @@ def _pgvector_version() -> str | None:
         if line.startswith("default_version"):
             return line.split("=", 1)[1].strip().strip("'")
     return None
+
+
+def _rotate(log: Path, max_bytes: int = 10_000_000) -> None:
+    """Keep one previous log instead of letting it grow forever."""
+    with contextlib.suppress(OSError):
+        if log.stat().st_size > max_bytes:
+            log.replace(log.with_name(log.name + ".1"))
 
 
 def _tail(log: Path, lines: int = 30) -> str:
