@@ -262,6 +262,11 @@ def _initdb(pgdata: Path, owner: tuple[int, int] | None) -> None:
 
 
 def _start(home: Path, pgdata: Path) -> _Postmaster:
+    if pgdata.exists() and not os.access(pgdata, os.R_OK | os.X_OK):
+        raise ServiceError(
+            f"{pgdata} belongs to another user (was this VEDANA_HOME used as root?); "
+            "use another VEDANA_HOME or give the directory back to this user"
+        )
     owner = _system_user()
     if not (pgdata / "PG_VERSION").exists():
         _initdb(pgdata, owner)
