@@ -141,7 +141,7 @@ def to_plain(value: Any) -> Any:
 
     if isinstance(value, Node):
         return {
-            "labels": list(value.labels or []),
+            "labels": sorted(value.labels or []),
             "properties": {k: to_plain(v) for k, v in value.properties.items()},
         }
     if isinstance(value, Edge):
