@@ -1,0 +1,104 @@
+"""A key set in the environment never reaches any command's output or log (issue 2).
+
+Every command runs as a real `vedana --debug` process (debug logging on, the widest output),
+with Grist, LLM and database secrets in its environment, against the fake Grist server and
+the scripted LLM server; stdout, stderr and every log file under VEDANA_HOME are searched.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from support.fake_grist import FakeGrist
+from support.fake_llm import FakeLLM, answer, structured, tool_calls
+from support.sync_kb import DATA_DOC_ID, MODEL_DOC_ID, club_data, club_model
+
+GRIST_KEY = "grist-key-5e4d3c2b1a09f8e7"
+OPENAI_KEY = "sk-openai-0f1e2d3c4b5a6978"
+DB_PASSWORD = "pg-pass-8a7b6c5d4e3f"
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[FakeGrist, FakeLLM]]:
+    with FakeGrist(club_model(), club_data(), api_key=GRIST_KEY) as grist, FakeLLM() as llm:
+        yield grist, llm
+
+
+def _env(grist: FakeGrist, llm: FakeLLM, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("API_KEY")}
+    for name in ("DB_CONN_URI", "MEMGRAPH_URI"):
+        env.pop(name, None)
+    env.update(
+        VEDANA_HOME=str(home),
+        GRIST_SERVER_URL=grist.url,
+        GRIST_API_KEY=GRIST_KEY,
+        GRIST_DATA_MODEL_DOC_ID=MODEL_DOC_ID,
+        GRIST_DATA_DOC_ID=DATA_DOC_ID,
+        OPENAI_API_KEY=OPENAI_KEY,
+        MODEL=llm.model("agent"),
+        FILTER_MODEL=llm.model("filter"),
+        VEDANA_LLM_API_BASE=llm.api_base,
+        EMBEDDINGS_MODEL="hash-64",
+    )
+    return env
+
+
+def _vedana(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "vedana", "--debug", *args],
+        capture_output=True, text=True, env=env, cwd=cwd, timeout=300,
+    )  # fmt: skip
+
+
+def _assert_clean(text: str, what: str) -> None:
+    for secret in (GRIST_KEY, OPENAI_KEY, DB_PASSWORD):
+        assert secret not in text, f"{what} leaks a secret"
+
+
+def test_no_command_prints_or_logs_a_secret(
+    servers: tuple[FakeGrist, FakeLLM], vedana_home: Path, tmp_path: Path
+) -> None:
+    grist, llm = servers
+    env = _env(grist, llm, vedana_home)
+    llm.filter.append(structured({"reasoning": "all", "anchor_nouns": [], "link_sentences": [],
+                                  "anchor_attribute_names": [], "link_attribute_names": [], "query_ids": []}))  # fmt: skip
+    llm.agent.append(tool_calls(("cypher", {"query": "MATCH (n) RETURN count(n) AS n"})))
+    llm.agent.append(answer("Counted."))
+
+    commands = [
+        ("sync",),
+        ("index",),
+        ("run",),
+        ("runs", "--json"),
+        ("cypher", "MATCH (n) RETURN labels(n)[0] AS label, count(*) AS n"),
+        ("ask", "How many nodes are there?", "--json"),
+        ("check", "--json"),
+        ("services", "status", "--json"),
+    ]
+    for args in commands:
+        out = _vedana(env, tmp_path, *args)
+        assert out.returncode in (0, 1), f"vedana {' '.join(args)}: {out.stderr[-2000:]}"
+        _assert_clean(out.stdout + out.stderr, f"vedana {' '.join(args)}")
+    # The secrets were really in play: Grist and the LLM saw them.
+    assert grist.requests, "sync never reached the fake Grist server"
+    assert any(h.get("Authorization") == f"Bearer {OPENAI_KEY}" for h in llm.headers)
+
+    for log in vedana_home.rglob("*.log"):
+        _assert_clean(log.read_text(errors="replace"), str(log))
+
+
+def test_a_failed_connection_does_not_print_the_database_password(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("API_KEY")}
+    env.update(
+        VEDANA_HOME=str(tmp_path / "home"), DB_CONN_URI=f"postgresql://kb:{DB_PASSWORD}@127.0.0.1:9/kb"
+    )
+    out = _vedana(env, tmp_path, "runs")
+    assert out.returncode == 1
+    assert "cannot connect to Postgres" in out.stderr
+    _assert_clean(out.stdout + out.stderr, "vedana runs with a bad DB_CONN_URI")
