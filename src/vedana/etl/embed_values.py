@@ -159,13 +159,15 @@ def _prepare(
         params,
     ).one()
     changes.values_written, changes.values_reused = int(written), int(reused)
+    # Shortest first, so each batch holds texts of similar length and the model pads little.
     missing = [
         (bytes(h), text)
         for h, text in conn.exec_driver_sql(
             f"""SELECT w.text_hash, min(w.attribute_value) FROM (
                 SELECT text_hash, attribute_value FROM tmp_node_writes
                 UNION ALL SELECT text_hash, attribute_value FROM tmp_edge_writes) w
-            WHERE NOT {cached} GROUP BY w.text_hash ORDER BY min(w.attribute_value)""",
+            WHERE NOT {cached} GROUP BY w.text_hash
+            ORDER BY length(min(w.attribute_value)), min(w.attribute_value)""",
             params,
         )
     ]
