@@ -1,30 +1,33 @@
-"""Child process of the benchmark: embed texts with the local model and report the timings.
+"""The local embedding model, measured in a child process that lives for the whole benchmark.
 
-It runs apart from the benchmark so torch's memory (hundreds of MB that never go back to the
-OS) does not inflate the peaks of the phases measured after it, and so its own peak is exact.
+Apart from the benchmark, torch's memory (hundreds of MB that never go back to the OS) does not
+inflate the peaks of the phases measured after it, and the child's own peak is exact; kept
+alive, torch is imported and the model loaded once per run, not once per size.
 
-    python -m vedana.bench.local_embed TEXTS.json [--model all-MiniLM-L6-v2] [--queries 30]
+Protocol (JSON lines): the child prints `{"import_s", "load_s"}` once ready, then answers each
+request `{"texts": [...], "queries": n}` on stdin with one line: embedding seconds and texts/s
+over batches cut as `vedana index` cuts them, single-text latency, peak RSS during the request.
 
-TEXTS.json holds a JSON list of strings. Prints one JSON object: import, load and embedding
-seconds, texts/s over batches cut as `vedana index` cuts them, single-query latency, peak RSS.
+    python -m vedana.bench.local_embed [--model all-MiniLM-L6-v2]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import subprocess
 import sys
+import tempfile
 import time
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from vedana.bench.measure import percentiles
+from vedana.bench.measure import high_water_kb, percentiles, reset_high_water
+from vedana.errors import VedanaError
 
 
-def measure(texts: list[str], model: str, queries: int) -> dict[str, Any]:
-    from vedana.embeddings.base import batches_by_budget
-    from vedana.embeddings.local import LocalEmbedder, _load
+def _load(model: str) -> tuple[Any, dict[str, Any]]:
+    from vedana.embeddings.local import LocalEmbedder
+    from vedana.embeddings.local import _load as load_model
 
     t0 = time.perf_counter()
     import sentence_transformers  # noqa: F401  (the import alone takes seconds: torch)
@@ -32,47 +35,117 @@ def measure(texts: list[str], model: str, queries: int) -> dict[str, Any]:
     import_s = time.perf_counter() - t0
     embedder = LocalEmbedder(model)
     t0 = time.perf_counter()
-    _load(embedder.model)
+    load_model(embedder.model)
     load_s = time.perf_counter() - t0
+    embedder.embed(["warm up the first batch's buffers"])
+    return embedder, {"model": embedder.model, "import_s": round(import_s, 3), "load_s": round(load_s, 3)}
 
-    embedder.embed(texts[:8])  # first call allocates buffers; keep it out of the rate
+
+def _measure(embedder: Any, texts: list[str], queries: int) -> dict[str, Any]:
+    from vedana.embeddings.base import batches_by_budget
+
+    exact = reset_high_water()
+    cpu0 = time.process_time()  # all threads: torch runs its kernels on one per core
     t0 = time.perf_counter()
     done = 0
     for batch in batches_by_budget(texts, embedder.batch_size, embedder.batch_chars):
         embedder.embed(batch)
         done += len(batch)
     embed_s = time.perf_counter() - t0
-
     single = []
     for text in texts[:queries]:
         t0 = time.perf_counter()
         embedder.embed([text])
         single.append(time.perf_counter() - t0)
+    cpu_s = time.process_time() - cpu0
+    peak_kb = high_water_kb() if exact else None
+    if peak_kb is None:
+        import resource
 
+        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kB on Linux
     return {
-        "model": embedder.model,
         "texts": done,
         "chars": sum(len(t) for t in texts),
-        "import_s": round(import_s, 3),
-        "load_s": round(load_s, 3),
         "embed_s": round(embed_s, 3),
         "texts_per_s": round(done / embed_s, 1) if embed_s > 0 else None,
         "query_embed": percentiles(single),
-        # ru_maxrss is in kB on Linux.
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "child_cpu_s": round(cpu_s, 3),
+        "peak_rss_mb": round(peak_kb / 1024, 1),
     }
+
+
+def serve(model: str) -> int:
+    embedder, ready = _load(model)
+    print(json.dumps(ready), flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        print(json.dumps(_measure(embedder, request["texts"], int(request.get("queries", 30)))), flush=True)
+    return 0
+
+
+class LocalModelProcess:
+    """The parent's handle on the child: started on first use, stopped by `close()`."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.ready: dict[str, Any] | None = None
+        self._child: subprocess.Popen[str] | None = None
+        self._stderr: IO[str] | None = None  # a file, not a pipe: nobody drains it while it runs
+
+    def measure(self, texts: list[str], queries: int = 30) -> dict[str, Any]:
+        """Embed `texts` in the child; the first call also reports the import and load time."""
+        started_now = self._child is None
+        if self._child is None:
+            self._stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115  (closed in close())
+            self._child = subprocess.Popen(
+                [sys.executable, "-m", "vedana.bench.local_embed", "--model", self.model],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
+            )  # fmt: skip
+            self.ready = self._read()
+        assert self._child.stdin is not None
+        self._child.stdin.write(json.dumps({"texts": texts, "queries": queries}) + "\n")
+        self._child.stdin.flush()
+        result = self._read()
+        assert self.ready is not None
+        result["model"] = self.ready["model"]
+        if started_now:  # the one-off cost of this run lands on the size that paid it
+            result["import_s"], result["load_s"] = self.ready["import_s"], self.ready["load_s"]
+        return result
+
+    def _read(self) -> dict[str, Any]:
+        assert self._child is not None and self._child.stdout is not None
+        line = self._child.stdout.readline()
+        if not line:
+            self._child.wait(timeout=10)
+            error: list[str] = []
+            if self._stderr is not None:
+                self._stderr.seek(0)
+                error = self._stderr.read().strip().splitlines()
+            self.close()
+            raise VedanaError(f"the local-model process failed: {error[-1] if error else 'no output'}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self._child is not None:
+            if self._child.stdin is not None and not self._child.stdin.closed:
+                self._child.stdin.close()  # end of input: the child exits
+            try:
+                self._child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._child.kill()
+                self._child.wait()
+            self._child = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vedana.bench.local_embed")
-    parser.add_argument("texts", type=Path)
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
-    parser.add_argument("--queries", type=int, default=30)
-    args = parser.parse_args(argv)
-    texts = json.loads(args.texts.read_text(encoding="utf-8"))
-    print(json.dumps(measure(texts, args.model, args.queries)))
-    sys.stdout.flush()
-    return 0
+    return serve(parser.parse_args(argv).model)
 
 
 if __name__ == "__main__":

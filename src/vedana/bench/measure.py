@@ -15,7 +15,7 @@ import re
 import statistics
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ def percentiles(samples: Sequence[float]) -> dict[str, float]:
     }
 
 
-def _high_water_kb() -> int | None:
+def high_water_kb() -> int | None:
     try:
         match = _HWM.search(_STATUS.read_text())
     except OSError:
@@ -52,7 +52,7 @@ def _high_water_kb() -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _reset_high_water() -> bool:
+def reset_high_water() -> bool:
     try:
         _CLEAR_REFS.write_text("5")
     except OSError:
@@ -78,14 +78,23 @@ class PhaseMemory:
 
 @dataclass
 class Phase:
-    """What `Meter.phase` hands out: `seconds` and `memory` are filled when the block ends."""
+    """What `Meter.phase` hands out: `seconds`, `cpu_s` and `memory` are filled when the block ends.
+
+    `cpu_s` is CPU time (user + system) spent during the phase by this process and by each
+    service: unlike wall time it hardly moves when other programs compete for the cores, and
+    it shows which process did the work."""
 
     name: str
     seconds: float = 0.0
+    cpu_s: dict[str, float] = field(default_factory=dict)
     memory: PhaseMemory = field(default_factory=PhaseMemory)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"seconds": round(self.seconds, 3), **self.memory.to_dict()}
+        return {
+            "seconds": round(self.seconds, 3),
+            "cpu_s": {k: round(v, 3) for k, v in self.cpu_s.items()},
+            **self.memory.to_dict(),
+        }
 
 
 class Meter:
@@ -103,7 +112,7 @@ class Meter:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-meter", daemon=True)
-        self.exact_peaks = _high_water_kb() is not None and _reset_high_water()
+        self.exact_peaks = high_water_kb() is not None and reset_high_water()
 
     def __enter__(self) -> Meter:
         self._thread.start()
@@ -117,6 +126,34 @@ class Meter:
         """Sample these services (name -> main pid; Postgres' backends are its children)."""
         with self._lock:
             self._services = {name: pid for name, pid in pids.items() if pid}
+
+    def cpu_now(self) -> dict[str, float]:
+        """CPU seconds used so far by this process ("python") and each watched service (its
+        live processes plus the children it has reaped, e.g. Postgres backends that ended)."""
+        times = self._me.cpu_times()
+        out = {"python": times.user + times.system}
+        with self._lock:
+            services = dict(self._services)
+        for name, pid in services.items():
+            out[name] = self._tree_cpu(pid)
+        return out
+
+    def _tree_cpu(self, pid: int) -> float:
+        psutil = self._psutil
+        try:
+            root = psutil.Process(pid)
+            processes = [root, *root.children(recursive=True)]
+            reaped = root.cpu_times()
+        except psutil.Error:
+            return 0.0
+        total = reaped.children_user + reaped.children_system
+        for process in processes:
+            try:
+                t = process.cpu_times()
+            except psutil.Error:
+                continue
+            total += t.user + t.system
+        return total
 
     def services_now(self) -> dict[str, int]:
         """Current PSS of each watched service, in bytes."""
@@ -135,13 +172,16 @@ class Meter:
         with self._lock:
             self._active.append(phase)
         if self.exact_peaks:
-            _reset_high_water()
+            reset_high_water()
         self._sample_services([phase])
+        cpu_before = self.cpu_now()
         started = time.perf_counter()
         try:
             yield phase
         finally:
             phase.seconds = time.perf_counter() - started
+            cpu_after = self.cpu_now()
+            phase.cpu_s = {k: max(cpu_after[k] - cpu_before.get(k, 0.0), 0.0) for k in cpu_after}
             self._sample_services([phase])
             self._fold_high_water(phase)
             with self._lock:
@@ -154,7 +194,7 @@ class Meter:
                     )
 
     def _fold_high_water(self, phase: Phase) -> None:
-        kb = _high_water_kb() if self.exact_peaks else None
+        kb = high_water_kb() if self.exact_peaks else None
         if kb is not None:
             phase.memory.peak_rss = max(phase.memory.peak_rss, kb * 1024)
 
@@ -196,3 +236,41 @@ class Meter:
             except psutil.Error:  # a backend that just exited, or no permission
                 continue
         return total
+
+
+class StageClock:
+    """Wall and CPU seconds per stage of one phase, told apart by the phase's progress callback:
+    each time the (grouped) stage name changes, the previous stage ends. Time before the first
+    callback is the stage "setup"."""
+
+    def __init__(self, meter: Meter, group: Callable[[str], str] = lambda stage: stage) -> None:
+        self._meter = meter
+        self._group = group
+        self._stages: dict[str, dict[str, Any]] = {}
+        self._current = "setup"
+        self._since = time.perf_counter()
+        self._cpu = meter.cpu_now()
+
+    def __call__(self, stage: str, done: int, total: int | None) -> None:
+        name = self._group(stage)
+        if name != self._current:
+            self._close()
+            self._current = name
+
+    def _close(self) -> None:
+        now, cpu = time.perf_counter(), self._meter.cpu_now()
+        entry = self._stages.setdefault(self._current, {"seconds": 0.0, "cpu_s": {}})
+        entry["seconds"] += now - self._since
+        for key, value in cpu.items():
+            entry["cpu_s"][key] = entry["cpu_s"].get(key, 0.0) + max(value - self._cpu.get(key, 0.0), 0.0)
+        self._since, self._cpu = now, cpu
+
+    def finish(self) -> dict[str, dict[str, Any]]:
+        self._close()
+        return {
+            name: {
+                "seconds": round(e["seconds"], 3),
+                "cpu_s": {k: round(v, 3) for k, v in e["cpu_s"].items()},
+            }
+            for name, e in self._stages.items()
+        }

@@ -86,10 +86,19 @@ def _proof(size: dict[str, Any]) -> str:
     sync = _phase(size, "rerun-sync").get("proof", {})
     index = _phase(size, "rerun-index").get("proof", {})
     verdict = "yes" if size["rerun_nothing_rewritten"] else "NO"
+    how = "sync stopped early" if sync.get("stopped_early") else f"sync wrote {sync.get('written', '?')}"
     return (
-        f"{verdict}: sync wrote {sync.get('written', '?')}, index embedded "
-        f"{index.get('texts_embedded', '?')}, graph rows {index.get('graph_rows', '?')}"
+        f"{verdict}: {how}, index embedded {index.get('texts_embedded', '?')}, "
+        f"graph rows {index.get('graph_rows', '?')}"
     )
+
+
+def _edit_total(size: dict[str, Any]) -> str:
+    parts = [_phase(size, name) for name in ("sync", "index", "edit-sync", "edit-index")]
+    if not all(parts):
+        return "–"
+    full, edit = parts[0]["seconds"] + parts[1]["seconds"], parts[2]["seconds"] + parts[3]["seconds"]
+    return f"{_s(edit)} ({_pct(edit / full if full else None)} of full)"
 
 
 def _edit_check(size: dict[str, Any]) -> str:
@@ -118,9 +127,11 @@ def _local_index_estimate(size: dict[str, Any]) -> str:
     return _s(index["seconds"] - index.get("embed_s", 0.0) + local["estimated_full_embed_s"])
 
 
-def _peak(size: dict[str, Any], key: str) -> float | None:
+def _peak(size: dict[str, Any], key: str, phases: tuple[str, ...] = ()) -> float | None:
     values = []
-    for entry in size["phases"].values():
+    for name, entry in size["phases"].items():
+        if phases and name not in phases:
+            continue
         if key == "python":
             values.append(entry.get("python_peak_mb"))
         else:
@@ -148,8 +159,12 @@ THROUGHPUT_ROWS: list[Row] = [
     ("1 % edit: rows edited", lambda z: _n(_get(z, "phases", "edit-files", "rows_edited"))),
     ("  sync after edit", lambda z: _rerun(z, "edit-sync")),
     ("  index after edit", lambda z: _rerun(z, "edit-index")),
+    ("  sync + index after edit", _edit_total),
     ("  texts embedded = changed", _edit_check),
-    ("peak RSS python", lambda z: _mb(_peak(z, "python"))),
+    ("peak RSS python: sync · index", lambda z: f"{_mb(_peak(z, 'python', ('sync',)))} · "
+     f"{_mb(_peak(z, 'python', ('index',)))}"),
+    ("peak RSS python: ask (litellm)", lambda z: _mb(_peak(z, "python", ("ask",)))),
+    ("peak RSS local-model process", lambda z: _mb(_get(z, "phases", "embed-local", "peak_rss_mb"))),
     ("peak PSS postgres", lambda z: _mb(_peak(z, "postgres"))),
     ("peak PSS falkordb", lambda z: _mb(_peak(z, "falkordb"))),
 ]  # fmt: skip
@@ -160,6 +175,7 @@ LATENCY_ROWS: list[Row] = [
     ("query embedding, local model", lambda z: _ms(_get(z, "phases", "embed-local", "query_embed"))),
     ("Cypher lookup p50 / p95", lambda z: _ms(_get(z, "phases", "cypher", "lookup"))),
     ("Cypher aggregate p50 / p95", lambda z: _ms(_get(z, "phases", "cypher", "aggregate"))),
+    ("first ask in a process", lambda z: _s(_get(z, "phases", "ask", "first_ask_s"))),
     ("ask total p50 / p95", lambda z: _ms(_get(z, "phases", "ask", "total"))),
     ("  in LLM calls (3 per ask)", lambda z: _ms(_get(z, "phases", "ask", "in_llm"))),
     ("  outside the LLM", lambda z: _ms(_get(z, "phases", "ask", "outside_llm"))),
@@ -182,27 +198,46 @@ def _table(title: str, sizes: list[dict[str, Any]], rows: list[Row]) -> Any:
     return table
 
 
+def _cpu(value: Any) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
 def _memory_table(size: dict[str, Any]) -> Any:
     from rich.table import Table
 
     table = Table(
-        title=f"Peak memory per phase at {size_label(size['rows'])} rows "
+        title=f"Per phase at {size_label(size['rows'])} rows: wall time, CPU seconds by process, peak memory "
         "(python: this process's RSS; services: PSS; child: the local-model process)",
         title_justify="left",
     )
-    for name in ("phase", "seconds", "python peak", "python growth", "postgres", "falkordb", "child"):
-        table.add_column(name, justify="left" if name == "phase" else "right")
+    columns = ("phase", "wall", "cpu py", "cpu pg", "cpu falkor", "py peak", "py growth", "pg peak",
+               "falkor peak", "child peak")  # fmt: skip
+    for name in columns:
+        if name == "phase":
+            table.add_column(name, no_wrap=True)
+        else:
+            table.add_column(name, justify="right")
     for phase, entry in size["phases"].items():
         services = entry.get("services_peak_mb") or {}
+        cpu = entry.get("cpu_s") or {}
         table.add_row(
             phase,
             _s(entry["seconds"]),
+            _cpu(cpu.get("python")),
+            _cpu(cpu.get("postgres")),
+            _cpu(cpu.get("falkordb")),
             _mb(entry.get("python_peak_mb")),
             _mb(entry.get("python_growth_mb")),
             _mb(services.get("postgres")),
             _mb(services.get("falkordb")),
             _mb(entry.get("peak_rss_mb")),  # the local-model child process
         )
+        for stage, part in (entry.get("stages") or {}).items():
+            cpu = part.get("cpu_s") or {}
+            table.add_row(
+                f"  › {stage}", _s(part["seconds"]), _cpu(cpu.get("python")), _cpu(cpu.get("postgres")),
+                _cpu(cpu.get("falkordb")), "", "", "", "", "", style="dim",
+            )  # fmt: skip
     return table
 
 

@@ -11,7 +11,8 @@ Per size, in order (each phase only if chosen; prerequisites are added):
 5. `search`, `cypher`, `ask`: latency probes (at the largest size only, unless asked);
 6. `edit`: edit 1 % of the rows in the CSV folder, sync and index again, and check the counts
    (rows rewritten, texts embedded) against what the edit must cause;
-7. `embed-local`: the local model on a capped sample of the real texts, in a child process;
+7. `embed-local`: the local model on a capped sample of the real texts, in a child process
+   that lives for the whole run (torch is imported once; the first size reports that cost);
 8. `sync-grist`: a full sync of the same data from the `.grist` file, in another fresh home.
 
 The services are stopped at the end of each size, whatever happens.
@@ -19,10 +20,7 @@ The services are stopped at the end of each size, whatever happens.
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -32,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from vedana.bench.edit import edit_csv_folder
 from vedana.bench.generate import generate
-from vedana.bench.measure import Meter, Phase
-from vedana.errors import ConfigError, VedanaError
+from vedana.bench.local_embed import LocalModelProcess
+from vedana.bench.measure import Meter, Phase, StageClock
+from vedana.errors import ConfigError
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -70,7 +69,7 @@ class BenchConfig:
     shape: str = "people"
     seed: int = 1
     edit_fraction: float = 0.01
-    local_sample: int = 2_000  # texts the local model embeds per size (all of them if fewer)
+    local_sample: int = 1_000  # texts the local model embeds per size (all of them if fewer)
     queries: int = 200  # vector searches and Cypher lookups at the latency size
     asks: int = 20
     latency_all_sizes: bool = False
@@ -123,6 +122,25 @@ def bench_settings(home: Path, **overrides: Any) -> Settings:
     return Settings(_env_file=None, **values)
 
 
+def sync_stage(stage: str) -> str:
+    """Sync's progress stages, grouped: setup (change check, data model), reading and normalising
+    the tables (rows stream to Postgres by COPY meanwhile), the diff and write in Postgres."""
+    if stage in ("check for changes", "data model"):
+        return "setup"
+    return stage if stage == "write staging" else "read + normalize"
+
+
+def index_stage(stage: str) -> str:
+    """Index's progress stages, grouped: graph load (nodes, edges, and the vector diff that runs
+    before the first text is embedded), embedding (with the cache writes), vector table writes."""
+    return {
+        "graph nodes": "graph",
+        "graph edges": "graph",
+        "embed texts": "embed",
+        "write vectors": "vectors",
+    }.get(stage, stage)
+
+
 def _rate(count: float, seconds: float) -> float | None:
     return round(count / seconds, 1) if seconds > 0 and count else None
 
@@ -136,7 +154,7 @@ class SizeRun:
 
     def __init__(
         self, config: BenchConfig, rows: int, folder: Path, meter: Meter, status: Status, progress: Progress, *,
-        latency: bool,
+        latency: bool, local_model: LocalModelProcess,
     ) -> None:  # fmt: skip
         self.config = config
         self.rows = rows
@@ -144,6 +162,7 @@ class SizeRun:
         self.meter = meter
         self.status = status
         self.progress = progress
+        self.local_model = local_model
         self.phases = [p for p in config.resolved_phases() if latency or p not in LATENCY_PHASES]
         self.kb = folder / "kb"
         self.home = folder / "home"
@@ -160,10 +179,14 @@ class SizeRun:
     def _say(self, name: str, entry: dict[str, Any], detail: str = "") -> None:
         self.status(f"[{self.rows:,}] {name}: {entry['seconds']:.2f} s{(' — ' + detail) if detail else ''}")
 
-    def _prog(self, prefix: str) -> Progress:
-        return lambda stage, done, total: self.progress(f"[{self.rows:,}] {prefix}: {stage}", done, total)
+    def _prog(self, prefix: str, clock: StageClock) -> Progress:
+        def on_progress(stage: str, done: int, total: int | None) -> None:
+            clock(stage, done, total)
+            self.progress(f"[{self.rows:,}] {prefix}: {stage}", done, total)
 
-    def _sync(self, name: str, source: str = "csv") -> tuple[SyncReport, Phase]:
+        return on_progress
+
+    def _sync(self, name: str, source: str = "csv") -> tuple[SyncReport, Phase, dict[str, Any]]:
         from vedana.etl.sync import sync
 
         if source == "csv":
@@ -171,15 +194,19 @@ class SizeRun:
         else:
             model, data = self.kb / "model.grist", self.kb / "data.grist"
         with self.meter.phase(name) as phase:
-            report = sync(self.settings, data_model=model, data=data, on_progress=self._prog(name))
-        return report, phase
+            clock = StageClock(self.meter, sync_stage)
+            report = sync(self.settings, data_model=model, data=data, on_progress=self._prog(name, clock))
+            stages = clock.finish()
+        return report, phase, stages
 
-    def _index(self, name: str) -> tuple[IndexReport, Phase]:
+    def _index(self, name: str) -> tuple[IndexReport, Phase, dict[str, Any]]:
         from vedana.etl.index import index
 
         with self.meter.phase(name) as phase:
-            report = index(self.settings, on_progress=self._prog(name))
-        return report, phase
+            clock = StageClock(self.meter, index_stage)
+            report = index(self.settings, on_progress=self._prog(name, clock))
+            stages = clock.finish()
+        return report, phase, stages
 
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -240,7 +267,7 @@ class SizeRun:
 
     # -- phases ----------------------------------------------------------------------------------
     def _phase_sync(self) -> None:
-        report, phase = self._sync("sync")
+        report, phase, stages = self._sync("sync")
         data = report.to_dict()
         nodes = {k: v["loaded"] for k, v in data["nodes"].items()}
         edges = {k: v["loaded"] for k, v in data["edges"].items()}
@@ -250,13 +277,14 @@ class SizeRun:
             phase, rows_read=report.rows_read, rows_per_s=_rate(report.rows_read, phase.seconds),
             staging_rows=sum(nodes.values()) + sum(edges.values()),
             nodes=sum(nodes.values()), edges=sum(edges.values()), counts_match_generator=counts_match,
+            stages=stages,
         )  # fmt: skip
         if not counts_match:
             entry["counts"] = {"nodes": nodes, "edges": edges}
         self._say("sync", entry, f"{entry['rows_per_s'] or 0:,.0f} rows/s")
 
     def _phase_index(self) -> None:
-        report, phase = self._index("index")
+        report, phase, stages = self._index("index")
         self.full_index = report
         seconds = report.phase_seconds
         entry = self._record(
@@ -274,6 +302,7 @@ class SizeRun:
             vectors_s=seconds.get("vectors", 0.0),
             values_written=report.values_written,
             values_per_s=_rate(report.values_written, seconds.get("vectors", 0.0)),
+            stages=stages,
         )
         self._say(
             "index", entry,
@@ -282,8 +311,8 @@ class SizeRun:
         )  # fmt: skip
 
     def _phase_rerun(self) -> None:
-        sync_report, sync_phase = self._sync("rerun-sync")
-        index_report, index_phase = self._index("rerun-index")
+        sync_report, sync_phase, _ = self._sync("rerun-sync")
+        index_report, index_phase, _ = self._index("rerun-index")
         totals = sync_report.to_dict()["totals"]
         sync_proof = {
             "written": totals["nodes"]["written"] + totals["edges"]["written"],
@@ -313,8 +342,8 @@ class SizeRun:
         with self.meter.phase("edit-files") as phase:
             summary = edit_csv_folder(self.kb / "data", self.config.shape, self.config.edit_fraction)
         self._record(phase, **summary.to_dict())
-        sync_report, sync_phase = self._sync("edit-sync")
-        index_report, index_phase = self._index("edit-index")
+        sync_report, sync_phase, _ = self._sync("edit-sync")
+        index_report, index_phase, _ = self._index("edit-index")
         totals = sync_report.to_dict()["totals"]
         seen = {
             "nodes_changed": totals["nodes"]["written"],
@@ -394,7 +423,7 @@ class SizeRun:
     def _phase_embed_local(self) -> None:
         texts, total = self._texts_sample(self.config.local_sample)
         with self.meter.phase("embed-local") as phase:
-            measured = _embed_in_child(texts, self.folder)
+            measured = self.local_model.measure(texts) if texts else {"texts": 0, "texts_per_s": None}
         rate = measured.get("texts_per_s") or 0
         full_s = round(total / rate, 1) if rate else None
         entry = self._record(
@@ -440,9 +469,12 @@ class SizeRun:
         try:
             engine = get_engine(self.settings)
             self.meter.watch_services({"postgres": postgres_status(home)["pid"]})
-            report, phase = self._sync("sync-grist", source="grist")
+            report, phase, stages = self._sync("sync-grist", source="grist")
             entry = self._record(
-                phase, rows_read=report.rows_read, rows_per_s=_rate(report.rows_read, phase.seconds)
+                phase,
+                rows_read=report.rows_read,
+                rows_per_s=_rate(report.rows_read, phase.seconds),
+                stages=stages,
             )
             self._say("sync-grist", entry, f"{entry['rows_per_s'] or 0:,.0f} rows/s")
         finally:
@@ -450,22 +482,6 @@ class SizeRun:
                 engine.dispose()
             self._stop_services(home)
             self.settings = main_settings
-
-
-def _embed_in_child(texts: list[str], folder: Path) -> dict[str, Any]:
-    """Run `vedana.bench.local_embed` in a child process on `texts`; its JSON report."""
-    if not texts:
-        return {"texts": 0, "texts_per_s": None}
-    path = folder / "local-texts.json"
-    path.write_text(json.dumps(texts), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "vedana.bench.local_embed", str(path), "--model", LOCAL_MODEL],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        raise VedanaError(f"the local-model child failed: {lines[-1] if lines else 'no output'}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def run(config: BenchConfig, *, status: Status, progress: Progress) -> dict[str, Any]:
@@ -487,18 +503,21 @@ def run(config: BenchConfig, *, status: Status, progress: Progress) -> dict[str,
         "sizes": [],
     }
     root = Path(tempfile.mkdtemp(prefix="vedana-bench-", dir=config.workdir))
+    local_model = LocalModelProcess(LOCAL_MODEL)
     try:
         with Meter() as meter:
             results["exact_memory_peaks"] = meter.exact_peaks
             for rows in sizes:
                 latency = config.latency_all_sizes or rows == sizes[-1]
                 size_run = SizeRun(
-                    config, rows, root / f"rows-{rows}", meter, status, progress, latency=latency
-                )
+                    config, rows, root / f"rows-{rows}", meter, status, progress,
+                    latency=latency, local_model=local_model,
+                )  # fmt: skip
                 results["sizes"].append(size_run.run())
                 if not config.keep:
                     shutil.rmtree(root / f"rows-{rows}", ignore_errors=True)
     finally:
+        local_model.close()
         if not config.keep:
             shutil.rmtree(root, ignore_errors=True)
         else:
