@@ -80,13 +80,17 @@ def test_falkordb_keeps_data_across_stop_and_recovers_from_kill_9(vedana_home: P
         ensure_falkordb(vedana_home)  # the snapshot written on stop is loaded again
         assert graph.query("MATCH (p:Probe) RETURN p.id AS id").rows == [{"id": "kept"}]
 
+        # Written after the last snapshot: only the append-only file (fsynced every second) keeps it.
+        graph.query("CREATE (:Probe {id: 'after-snapshot'})")
+        time.sleep(1.5)
         pid = falkordb_status(vedana_home)["pid"]
         os.kill(pid, signal.SIGKILL)
         assert wait_for_exit(pid, 5)
         sock = ensure_falkordb(vedana_home)
         status = falkordb_status(vedana_home)
         assert status["running"] and status["pid"] != pid
-        assert graph.query("MATCH (p:Probe) RETURN p.id AS id").rows == [{"id": "kept"}]
+        rows = graph.query("MATCH (p:Probe) RETURN p.id AS id ORDER BY id").rows
+        assert rows == [{"id": "after-snapshot"}, {"id": "kept"}]
         assert len(_redis_servers(sock)) == 1
     finally:
         graph.close()
