@@ -80,3 +80,11 @@ def test_ensure_index_is_idempotent(graph: GraphStore) -> None:
     assert [r for r in rows if r["label"] == "Odd Label"] == [{"label": "Odd Label", "properties": ["id"]}]
     with pytest.raises(CypherError, match="backticks"):
         graph.ensure_index("Bad`Label")
+
+
+def test_a_runaway_read_is_cut_by_the_server_and_reported_truncated(graph: GraphStore) -> None:
+    from vedana.stores.embedded_falkordb import RESULTSET_CEILING
+
+    result = graph.query(f"UNWIND range(1, {RESULTSET_CEILING * 3}) AS i RETURN i", read_only=True)
+    assert len(result.rows) == RESULTSET_CEILING
+    assert result.truncated is True

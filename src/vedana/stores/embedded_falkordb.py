@@ -30,6 +30,9 @@ from vedana.stores.embedded_runtime import (
     wait_for_exit,
 )
 
+# Rows one FalkorDB reply may carry (see `_start`); readers treat a reply this long as truncated.
+RESULTSET_CEILING = 100_000
+
 SOCKET_NAME = "falkor.sock"
 READY_TIMEOUT_S = 120.0  # loading a big snapshot takes a while; the server answers LOADING meanwhile
 
@@ -182,10 +185,12 @@ def _server_paths() -> tuple[str, str]:
 
 def _start(home: Path, sock: Path, bolt_port: int | None) -> None:
     folder = data_dir(home)
-    module_args = []
+    # A hard ceiling on the rows any one reply carries: FalkorDB sends a result set in one
+    # message, so without it a runaway read (a cartesian product) could exhaust memory here.
+    module_args = ["RESULTSET_SIZE", str(RESULTSET_CEILING)]
     if bolt_port is not None:
         _check_port_free(bolt_port)
-        module_args = ["BOLT_PORT", str(bolt_port)]
+        module_args += ["BOLT_PORT", str(bolt_port)]
     folder.mkdir(mode=0o700, exist_ok=True)
     if sock.parent != folder:
         short_runtime_dir(home.expanduser().resolve(), "falkordb")

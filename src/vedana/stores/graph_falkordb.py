@@ -2,7 +2,9 @@
 
 Row limits: a FalkorDB reply carries the whole result set at once and the client parses all of
 it, so `row_limit` cannot stop the server early here; the rows past the limit are dropped and
-`truncated` is set. Callers that must bound server work put a `LIMIT` in the query itself.
+`truncated` is set. The embedded server is started with a hard ceiling on reply size
+(`RESULTSET_CEILING` rows), so no single read can flood memory, and a reply of exactly that size
+is reported as truncated too. Callers that must bound server work put a `LIMIT` in the query.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from vedana.errors import CypherError, ServiceError
 from vedana.redaction import redact
+from vedana.stores.embedded_falkordb import RESULTSET_CEILING
 from vedana.stores.graph import GraphStore, QueryResult, batched
 
 DEFAULT_GRAPH_NAME = "vedana"
@@ -59,7 +62,9 @@ class FalkorGraph(GraphStore):
         result = self._execute(cypher, params, read_only=read_only, timeout_s=timeout_s)
         columns = [_text(column[1]) for column in result.header]
         raw_rows = result.result_set
-        truncated = row_limit is not None and len(raw_rows) > row_limit
+        truncated = (row_limit is not None and len(raw_rows) > row_limit) or len(
+            raw_rows
+        ) >= RESULTSET_CEILING
         if row_limit is not None:
             raw_rows = raw_rows[:row_limit]
         rows = [dict(zip(columns, (to_plain(value) for value in row), strict=True)) for row in raw_rows]
