@@ -30,9 +30,14 @@ def test_json_report(folders: tuple[Path, Path]) -> None:
     assert report["sources"]["data"] == f"CSV folder {folders[1]}"
 
     again = json.loads(invoke("--data-model", str(folders[0]), "--data", str(folders[1]), "--json").stdout)
-    assert again["changed"] is False
-    assert again["totals"]["nodes"]["unchanged"] == len(EXPECTED_NODES)
-    assert again["totals"]["edges"]["written"] == 0
+    assert (again["changed"], again["unchanged_early"]) == (False, True)
+
+    full = json.loads(
+        invoke("--data-model", str(folders[0]), "--data", str(folders[1]), "--json", "--full").stdout
+    )
+    assert (full["changed"], full["unchanged_early"]) == (False, False)
+    assert full["totals"]["nodes"]["unchanged"] == len(EXPECTED_NODES)
+    assert full["totals"]["edges"]["written"] == 0
 
 
 def test_plain_summary_when_not_a_tty(folders: tuple[Path, Path]) -> None:
@@ -46,6 +51,13 @@ def test_plain_summary_when_not_a_tty(folders: tuple[Path, Path]) -> None:
     assert "duplicate id 1" in lines[0] and "formula error read as empty 1" in lines[0]
     assert "ignored table: Teams" in lines
     assert lines[-1].startswith(f"sync: {len(EXPECTED_NODES)} nodes, {len(EXPECTED_EDGES)} edges;")
+
+
+def test_unchanged_summary_line(folders: tuple[Path, Path]) -> None:
+    invoke("--data-model", str(folders[0]), "--data", str(folders[1]), "--quiet")
+    result = invoke("--data-model", str(folders[0]), "--data", str(folders[1]))
+    assert result.exit_code == 0
+    assert result.stdout.startswith("sync: documents unchanged since the last sync; nothing to do")
 
 
 def test_quiet_prints_nothing(folders: tuple[Path, Path]) -> None:

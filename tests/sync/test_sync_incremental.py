@@ -44,7 +44,7 @@ def test_second_run_writes_nothing(settings: Settings, pg_engine: Engine, folder
     assert first.changed
     before = staging_rows(pg_engine)
 
-    again = sync(settings, data_model=folders[0], data=folders[1])
+    again = sync(settings, data_model=folders[0], data=folders[1], full=True)  # read and compare all
 
     assert staging_rows(pg_engine) == before  # same versions, timestamps, everything
     assert not again.changed and not again.data_model.changed
@@ -52,6 +52,27 @@ def test_second_run_writes_nothing(settings: Settings, pg_engine: Engine, folder
     assert (totals["nodes"]["written"], totals["nodes"]["deleted"]) == (0, 0)
     assert (totals["edges"]["written"], totals["edges"]["deleted"]) == (0, 0)
     assert totals["nodes"]["unchanged"] == len(EXPECTED_NODES)
+
+
+def test_unchanged_files_stop_early(
+    settings: Settings, pg_engine: Engine, folders: tuple[Path, Path], model: Doc, data: Doc, tmp_path: Path
+) -> None:
+    from support.grist_files import build_grist_file
+
+    files = build_grist_file(model, tmp_path / "m.grist"), build_grist_file(data, tmp_path / "d.grist")
+    for model_source, data_source in (folders, files):
+        sync(settings, data_model=model_source, data=data_source)
+        before = staging_rows(pg_engine)
+        again = sync(settings, data_model=model_source, data=data_source)
+        assert again.unchanged_early and not again.changed
+        assert staging_rows(pg_engine) == before
+
+    # One edited file in the folder: read again, and the edit lands.
+    sync(settings, data_model=folders[0], data=folders[1])
+    city = folders[1] / "Anchor_city.csv"
+    city.write_text(city.read_text().replace("Lisbon", "Lisboa"))
+    report = sync(settings, data_model=folders[0], data=folders[1])
+    assert not report.unchanged_early and report.nodes["city"].updated == 1
 
 
 def test_api_rerun_stops_at_states(api_settings: Settings, fake: FakeGrist, pg_engine: Engine) -> None:

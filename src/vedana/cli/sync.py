@@ -41,6 +41,10 @@ def sync(
             "--data-model-only", help="Refresh only the data model (prompts, playbook, descriptions)."
         ),
     ] = False,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="Read and compare everything, even if the documents did not change."),
+    ] = False,
     json_: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress and no summary; errors only.")
@@ -51,8 +55,9 @@ def sync(
     Only `Anchor_<noun>` and `Link_<name>` tables described in the data model are read. Rows
     are compared with what is stored: only new and changed rows are written and rows gone from
     the source are marked deleted, so `vedana index` handles exactly the change. One
-    transaction: a failure leaves the previous state intact. With the Grist API, a run on
-    unchanged documents stops after asking Grist for their latest action.
+    transaction: a failure leaves the previous state intact. A run on unchanged documents
+    stops early (Grist's latest action hash, or a digest of the files, is compared with the
+    last sync's); `--full` reads everything anyway.
 
     Examples:
 
@@ -78,6 +83,7 @@ def sync(
             csv=csv,
             data_model_only=data_model_only,
             on_progress=on_progress,
+            full=full,
         )
     if json_:
         print_json(report.to_dict())
@@ -121,12 +127,14 @@ def _summary_table(report: SyncReport):  # -> rich.table.Table
     from rich.table import Table
 
     table = Table(title="vedana sync", title_justify="left")
-    table.add_column("type")
-    table.add_column("name")
+    table.add_column("", no_wrap=True)
+    table.add_column("type", no_wrap=True)
     for header in ("read", "written", "unchanged", "deleted", "skipped"):
-        table.add_column(header, justify="right")
-    table.add_column("why skipped / notes")
-    for stats in (*report.nodes.values(), *report.edges.values()):
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("why skipped / notes", overflow="fold")
+    for i, stats in enumerate((*report.nodes.values(), *report.edges.values())):
+        if i == len(report.nodes) and report.nodes:
+            table.add_section()
         table.add_row(
             stats.kind,
             stats.name,
@@ -143,7 +151,7 @@ def _summary_table(report: SyncReport):  # -> rich.table.Table
 def summary_line(report: SyncReport) -> str:
     """One line for logs and cron mail."""
     if report.unchanged_early:
-        return f"sync: Grist documents unchanged since the last sync; nothing to do ({report.seconds:.2f} s)"
+        return f"sync: documents unchanged since the last sync; nothing to do ({report.seconds:.2f} s)"
     totals = report.to_dict()["totals"]
     dm = "data model changed" if report.data_model.changed else "data model unchanged"
     if report.data_model_only:

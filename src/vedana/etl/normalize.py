@@ -339,9 +339,6 @@ class Normalizer:
             if table.name not in stats.tables:
                 stats.tables.append(table.name)
             stats.read += 1
-            if _blank(cells):
-                stats.skipped[BLANK_ROW] += 1
-                continue
             pairs = per_link.get(link.sentence)
             if pairs is None:
                 pairs = per_link[link.sentence] = self._attribute_columns(link.attributes, table, structural)
@@ -355,7 +352,7 @@ class Normalizer:
             src = self._endpoint(cells.get(from_col.id), from_col)
             dst = self._endpoint(cells.get(to_col.id), to_col)
             if src is None or dst is None:
-                stats.skipped[MISSING_ENDPOINT] += 1
+                stats.skipped[BLANK_ROW if _blank(cells) else MISSING_ENDPOINT] += 1
                 continue
             if (src.noun and src.node_id is None) or (dst.noun and dst.node_id is None):
                 stats.skipped[UNRESOLVED_REF] += 1

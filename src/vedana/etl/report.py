@@ -84,7 +84,7 @@ class SyncReport:
     missing_tables: list[str] = field(default_factory=list)  # anchors without an Anchor_<noun> table
     notes: list[str] = field(default_factory=list)
     data_model_only: bool = False
-    unchanged_early: bool = False  # Grist said neither document changed since the last sync
+    unchanged_early: bool = False  # neither document changed since the last sync: nothing read
     seconds: float = 0.0
     version: int | None = None  # highest staging version after the sync
     run_id: int | None = None

@@ -64,6 +64,8 @@ class StagingWriter:
         self.batch_rows = batch_rows
         self._nodes: list[tuple[str, str, str, str]] = []
         self._edges: list[tuple[str, str, str, str, str, str, str]] = []
+        self._last_attributes: dict[str, Any] | None = None
+        self._last_text, self._last_hash = "{}", row_hash("{}")
         conn.exec_driver_sql(
             "CREATE TEMP TABLE _sync_nodes (node_type text, node_id text, attributes text, row_hash text)"
             " ON COMMIT DROP"
@@ -81,7 +83,12 @@ class StagingWriter:
             self._flush_nodes()
 
     def add_edge(self, row: EdgeRow) -> None:
-        text = attributes_json(row.attributes)
+        # An undirected edge comes twice in a row with the same attributes: encode them once.
+        if row.attributes is not self._last_attributes:
+            self._last_attributes = row.attributes
+            self._last_text = attributes_json(row.attributes)
+            self._last_hash = row_hash(self._last_text)
+        text, digest = self._last_text, self._last_hash
         self._edges.append(
             (
                 row.edge_label,
@@ -90,7 +97,7 @@ class StagingWriter:
                 row.to_node_type,
                 row.to_node_id,
                 text,
-                row_hash(text),
+                digest,
             )
         )
         if len(self._edges) >= self.batch_rows:
@@ -117,95 +124,66 @@ class StagingWriter:
         self._flush_edges()
         result = WriteResult()
         run = self.conn.exec_driver_sql
-        # The incoming side holds every row of the source, so hash joins beat index probes;
-        # without statistics on the temp tables the planner would pick a nested loop.
+        # The incoming side holds every row of the source: hash joins beat index probes (which
+        # the planner, without statistics on the temp tables, would pick), and a little more
+        # memory keeps them from spilling to disk.
         run("SET LOCAL enable_nestloop = off")
-        for kind, new, updated, unchanged in run(_UPSERT_NODES):
-            result.nodes[kind] = Counts(new=new, updated=updated, unchanged=unchanged)
-        for kind, deleted in run(_TOMBSTONE_NODES):
-            result.nodes[kind].deleted = deleted
-        for label, new, updated, unchanged in run(_UPSERT_EDGES):
-            result.edges[label] = Counts(new=new, updated=updated, unchanged=unchanged)
+        run("SET LOCAL work_mem = '64MB'")
+        for kind, new, updated, unchanged, deleted in run(_DIFF_NODES):
+            result.nodes[kind] = Counts(new=new, updated=updated, unchanged=unchanged, deleted=deleted)
+        for label, new, updated, unchanged, deleted in run(_DIFF_EDGES):
+            result.edges[label] = Counts(new=new, updated=updated, unchanged=unchanged, deleted=deleted)
         for label, streamed in run("SELECT edge_label, count(*) FROM _sync_edges GROUP BY edge_label"):
             counts = result.edges[label]
             counts.duplicates = streamed - (counts.new + counts.updated + counts.unchanged)
-        for label, deleted in run(_TOMBSTONE_EDGES):
-            result.edges[label].deleted = deleted
         result.version = run(
             "SELECT greatest((SELECT max(version) FROM nodes), (SELECT max(version) FROM edges))"
         ).scalar()
         return result
 
 
-# A row is written when it is new, was tombstoned, or its hash differs; the counts come from the
-# pre-statement snapshot (`incoming`), the write from the data-modifying CTE.
-_UPSERT_NODES = """
-WITH incoming AS (
-    SELECT s.node_type, s.node_id, s.attributes, s.row_hash, n.row_hash AS old_hash, n.deleted AS was_deleted
-    FROM _sync_nodes s
-    LEFT JOIN nodes n ON n.node_type = s.node_type AND n.node_id = s.node_id
+def _diff_sql(table: str, key: list[str], incoming: str) -> str:
+    """One statement per table. A full join of the incoming rows with the live staging rows (on
+    the primary key, one hash join) gives every row's fate: new or changed rows are upserted with
+    a fresh version, live rows the source no longer has are tombstoned (found again by `ctid`),
+    unchanged rows are left alone. The counts come from the same snapshot."""
+    label = key[0]
+    match = " AND ".join(f"t.{k} = s.{k}" for k in key)
+    columns = ", ".join(key)
+    return f"""
+WITH diff AS (
+    SELECT coalesce(s.{label}, t.{label}) AS {label}, {", ".join(f"s.{k} AS s_{k}" for k in key)},
+           s.attributes, s.row_hash, t.row_hash AS old_hash, t.deleted AS was_deleted,
+           t.ctid AS old_ctid, s.{key[-1]} IS NULL AS gone
+    FROM ({incoming}) s
+    FULL JOIN (SELECT ctid, * FROM {table}) t ON {match}
+    WHERE s.{key[-1]} IS NOT NULL OR NOT t.deleted
 ), written AS (
-    INSERT INTO nodes (node_type, node_id, attributes, row_hash, deleted, version, updated_at)
-    SELECT node_type, node_id, attributes::jsonb, row_hash, false, nextval('staging_version_seq'), now()
-    FROM incoming
-    WHERE old_hash IS NULL OR was_deleted OR old_hash <> row_hash
-    ON CONFLICT (node_type, node_id) DO UPDATE SET
+    INSERT INTO {table} ({columns}, attributes, row_hash, deleted, version, updated_at)
+    SELECT {", ".join(f"s_{k}" for k in key)}, attributes::jsonb, row_hash, false,
+           nextval('staging_version_seq'), now()
+    FROM diff
+    WHERE NOT gone AND (old_hash IS NULL OR was_deleted OR old_hash <> row_hash)
+    ON CONFLICT ({columns}) DO UPDATE SET
         attributes = EXCLUDED.attributes, row_hash = EXCLUDED.row_hash, deleted = false,
         version = EXCLUDED.version, updated_at = EXCLUDED.updated_at
+), tombstoned AS (
+    UPDATE {table} SET deleted = true, version = nextval('staging_version_seq'), updated_at = now()
+    WHERE ctid = ANY (ARRAY(SELECT old_ctid FROM diff WHERE gone))
 )
-SELECT node_type,
-       count(*) FILTER (WHERE old_hash IS NULL OR was_deleted),
-       count(*) FILTER (WHERE NOT was_deleted AND old_hash <> row_hash),
-       count(*) FILTER (WHERE NOT was_deleted AND old_hash = row_hash)
-FROM incoming GROUP BY node_type
+SELECT {label},
+       count(*) FILTER (WHERE NOT gone AND (old_hash IS NULL OR was_deleted)),
+       count(*) FILTER (WHERE NOT gone AND NOT was_deleted AND old_hash <> row_hash),
+       count(*) FILTER (WHERE NOT gone AND NOT was_deleted AND old_hash = row_hash),
+       count(*) FILTER (WHERE gone)
+FROM diff GROUP BY {label}
 """
 
-_TOMBSTONE_NODES = """
-WITH gone AS (
-    UPDATE nodes n SET deleted = true, version = nextval('staging_version_seq'), updated_at = now()
-    WHERE NOT n.deleted
-      AND NOT EXISTS (SELECT 1 FROM _sync_nodes s WHERE s.node_type = n.node_type AND s.node_id = n.node_id)
-    RETURNING n.node_type
-)
-SELECT node_type, count(*) FROM gone GROUP BY node_type
-"""
 
-_EDGE_MATCH = (
-    "e.edge_label = s.edge_label AND e.from_node_type = s.from_node_type AND e.from_node_id = s.from_node_id"
-    " AND e.to_node_type = s.to_node_type AND e.to_node_id = s.to_node_id"
-)
-
+_DIFF_NODES = _diff_sql("nodes", ["node_type", "node_id"], "SELECT * FROM _sync_nodes")
 # Duplicate edges collapse to the first one streamed (lowest seq), found by hashing, not sorting.
-_UPSERT_EDGES = f"""
-WITH first_seen AS (
-    SELECT min(seq) AS seq FROM _sync_edges GROUP BY {_EDGE_KEY}
-), incoming AS (
-    SELECT s.{_EDGE_KEY.replace(", ", ", s.")}, s.attributes, s.row_hash,
-           e.row_hash AS old_hash, e.deleted AS was_deleted
-    FROM _sync_edges s
-    JOIN first_seen USING (seq)
-    LEFT JOIN edges e ON {_EDGE_MATCH}
-), written AS (
-    INSERT INTO edges ({_EDGE_KEY}, attributes, row_hash, deleted, version, updated_at)
-    SELECT {_EDGE_KEY}, attributes::jsonb, row_hash, false, nextval('staging_version_seq'), now()
-    FROM incoming
-    WHERE old_hash IS NULL OR was_deleted OR old_hash <> row_hash
-    ON CONFLICT ({_EDGE_KEY}) DO UPDATE SET
-        attributes = EXCLUDED.attributes, row_hash = EXCLUDED.row_hash, deleted = false,
-        version = EXCLUDED.version, updated_at = EXCLUDED.updated_at
+_DIFF_EDGES = _diff_sql(
+    "edges",
+    [c.strip() for c in _EDGE_KEY.split(",")],
+    f"SELECT * FROM _sync_edges WHERE seq IN (SELECT min(seq) FROM _sync_edges GROUP BY {_EDGE_KEY})",
 )
-SELECT edge_label,
-       count(*) FILTER (WHERE old_hash IS NULL OR was_deleted),
-       count(*) FILTER (WHERE NOT was_deleted AND old_hash <> row_hash),
-       count(*) FILTER (WHERE NOT was_deleted AND old_hash = row_hash)
-FROM incoming GROUP BY edge_label
-"""
-
-_TOMBSTONE_EDGES = f"""
-WITH gone AS (
-    UPDATE edges e SET deleted = true, version = nextval('staging_version_seq'), updated_at = now()
-    WHERE NOT e.deleted AND NOT EXISTS (SELECT 1 FROM _sync_edges s WHERE {_EDGE_MATCH})
-    RETURNING e.edge_label
-)
-SELECT edge_label, count(*) FROM gone GROUP BY edge_label
-"""

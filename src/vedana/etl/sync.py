@@ -2,8 +2,9 @@
 
 One run = one Postgres transaction under the writer lock, logged in the run log:
 
-1. ask the Grist server for each document's latest action hash (`/states`); when both equal
-   the hashes stored by the last successful sync, stop early — nothing changed;
+1. ask each source what its content is: the Grist server's latest action hash (`/states`),
+   or a digest of the `.grist` file / CSV files; when both equal what the last successful sync
+   stored, stop early: nothing changed;
 2. read the Data Model document, store it if it differs from the stored one;
 3. unless `data_model_only`: plan the data document's tables, stream every `Anchor_*` table
    into nodes, then `Link_*` tables and link columns into edges (`vedana.etl.normalize`), and
@@ -48,12 +49,15 @@ def sync(
     csv: bool = False,
     data_model_only: bool = False,
     on_progress: ProgressCallback | None = None,
+    full: bool = False,
 ) -> SyncReport:
     """Sync the data model (and, unless `data_model_only`, the data) into staging.
 
     `data_model` / `data`: a folder of CSV files, a `.grist` file, or a Grist document id on
     `settings.grist_server_url` (read over the API, or via its CSV export with `csv=True`);
     None means the configured `GRIST_DATA_MODEL_DOC_ID` / `GRIST_DATA_DOC_ID`.
+    `full`: read and compare everything even when the documents did not change since the last
+    sync (their Grist action hash, or the files' digest, is what the last sync stored).
     """
     from vedana.stores.postgres import get_engine
     from vedana.stores.run_log import record_run
@@ -81,7 +85,7 @@ def sync(
                 progress("check for changes", 0, None)
                 states = _current_states(model_source, data_source)
                 with engine.begin() as conn:
-                    if _unchanged_since_last_sync(conn, states, data_model_only):
+                    if not full and _unchanged_since_last_sync(conn, states, data_model_only):
                         report.unchanged_early = True
                         run.status = "unchanged"
                     else:
@@ -103,7 +107,7 @@ def _no_progress(stage: str, done: int, total: int | None) -> None:
 
 
 def _current_states(model: Source, data: Source | None) -> dict[str, str | None]:
-    """Per document: "<source>@<latest action hash>", or None when the source cannot tell."""
+    """Per document: "<source>@<content state>", or None when the source cannot tell."""
 
     def state(source: Source) -> str | None:
         value = source.state()
@@ -175,6 +179,7 @@ def _sync_into(
     writer = StagingWriter(conn)
     for anchor, table in plan.anchors:
         stats = report.node(anchor.noun)
+        progress(table.name, 0, table.row_count)
         for node in normalizer.nodes(anchor, table):
             writer.add_node(node)
             if stats.read % _PROGRESS_EVERY == 0:
@@ -182,6 +187,7 @@ def _sync_into(
         progress(table.name, stats.read, table.row_count or stats.read)
     for table, candidates in plan.links:
         done = 0
+        progress(table.name, 0, table.row_count)
         for edge in normalizer.link_table_edges(table, candidates):
             writer.add_edge(edge)
             done += 1

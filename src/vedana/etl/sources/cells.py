@@ -318,6 +318,10 @@ def parse_bool_text(text: str) -> bool | None:
 def from_text(text: str | None, column: Column) -> Any:
     """A CSV cell. With a known Grist type (CSV export) the text is typed; without one (a local
     CSV folder) it stays text and the data model's dtype decides later."""
+    if not column.type:  # the common case of a CSV folder, first
+        if not text:
+            return None
+        return CELL_ERROR if text[0] == "#" and is_error_text(text) else text
     if text is None or text == "":
         if column.base_type == "Ref":
             return Ref()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vedana.errors import SourceError
-from vedana.etl.sources.base import Column, RawTable
+from vedana.etl.sources.base import Column, RawTable, files_digest
 from vedana.etl.sources.cells import from_text
 from vedana.etl.sources.csv_rows import csv_records
 
@@ -57,7 +57,7 @@ class CsvFolderSource:
         return RawTable(name=name, columns=columns, _rows=rows)
 
     def state(self) -> str | None:
-        return None
+        return files_digest(self._files.values())
 
     def close(self) -> None:
         pass

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from vedana.errors import SourceError
-from vedana.etl.sources.base import RawTable
+from vedana.etl.sources.base import RawTable, files_digest
 from vedana.etl.sources.cells import from_sqlite
 from vedana.etl.sources.grist_meta import TableMeta, build_meta
 
@@ -72,24 +72,27 @@ class GristFileSource:
 
         def rows() -> Iterator[tuple[int, dict[str, Any]]]:
             cursor = self._db.execute(f"SELECT * FROM {quote_ident(name)} ORDER BY id")
-            names = [d[0] for d in cursor.description]
+            position = {d[0]: i for i, d in enumerate(cursor.description)}
+            # Per column: where its value and its display helper's value sit in a row tuple.
+            plan = [
+                (col_id, position[col_id], column, position.get(meta.display_helpers.get(col_id, "")))
+                for col_id, column in meta.columns.items()
+                if col_id in position
+            ]
+            id_at = position["id"]
             for raw in cursor:
-                record = dict(zip(names, raw, strict=True))
                 cells = {
-                    col_id: from_sqlite(
-                        record.get(col_id),
-                        column,
-                        record.get(meta.display_helpers[col_id]) if col_id in meta.display_helpers else None,
-                    )
-                    for col_id, column in meta.columns.items()
-                    if col_id in record
+                    col_id: from_sqlite(raw[at], column, None if helper_at is None else raw[helper_at])
+                    for col_id, at, column, helper_at in plan
                 }
-                yield int(record["id"]), cells
+                yield int(raw[id_at]), cells
 
         return RawTable(name=name, columns=meta.columns, _rows=rows, row_count=count)
 
     def state(self) -> str | None:
-        return None
+        # A write-ahead log next to the file holds changes not yet merged into it.
+        wal = self.path.with_name(self.path.name + "-wal")
+        return files_digest([self.path, *([wal] if wal.exists() else [])])
 
     def close(self) -> None:
         self._db.close()
