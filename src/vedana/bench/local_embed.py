@@ -6,7 +6,8 @@ alive, torch is imported and the model loaded once per run, not once per size.
 
 Protocol (JSON lines): the child prints `{"import_s", "load_s"}` once ready, then answers each
 request `{"texts": [...], "queries": n}` on stdin with one line: embedding seconds and texts/s
-over batches cut as `vedana index` cuts them, single-text latency, peak RSS during the request.
+over batches cut and ordered as `vedana index` does (shortest first, after one warm-up batch),
+single-text latency, CPU seconds and peak RSS during the request.
 
     python -m vedana.bench.local_embed [--model all-MiniLM-L6-v2]
 """
@@ -44,11 +45,14 @@ def _load(model: str) -> tuple[Any, dict[str, Any]]:
 def _measure(embedder: Any, texts: list[str], queries: int) -> dict[str, Any]:
     from vedana.embeddings.base import batches_by_budget
 
+    # As `vedana index` sends them: shortest first, so each batch pads little.
+    ordered = sorted(texts, key=lambda t: (len(t), t))
+    embedder.embed(ordered[-embedder.batch_size :])  # warm up on a full batch of the longest texts
     exact = reset_high_water()
     cpu0 = time.process_time()  # all threads: torch runs its kernels on one per core
     t0 = time.perf_counter()
     done = 0
-    for batch in batches_by_budget(texts, embedder.batch_size, embedder.batch_chars):
+    for batch in batches_by_budget(ordered, embedder.batch_size, embedder.batch_chars):
         embedder.embed(batch)
         done += len(batch)
     embed_s = time.perf_counter() - t0
