@@ -141,6 +141,21 @@ def test_missing_anchors_table_is_a_source_error(settings: Settings, tmp_path: P
     (tmp_path / "Links.csv").write_text("sentence,anchor1,anchor2\n")
     with pytest.raises(SourceError, match="no `Anchors` table"):
         sync(settings, data_model=tmp_path, data_model_only=True)
+    (tmp_path / "Anchors.csv").write_text("noun,description\n,\n")
+    with pytest.raises(SourceError, match="describes no anchors"):
+        sync(settings, data_model=tmp_path, data_model_only=True)
+
+
+def test_wrong_data_document_does_not_wipe_staging(
+    settings: Settings, pg_engine: Engine, folders: tuple[Path, Path]
+) -> None:
+    """Pointing --data at a document without any anchor table is refused, not synced as
+    "every node deleted"."""
+    sync(settings, data_model=folders[0], data=folders[1])
+    before = staging_rows(pg_engine)
+    with pytest.raises(SourceError, match="no Anchor_<noun> table for any anchor"):
+        sync(settings, data_model=folders[0], data=folders[0])  # the model folder, by mistake
+    assert staging_rows(pg_engine) == before
 
 
 def test_cli_prints_one_line_and_hides_the_key(settings: Settings, fake: FakeGrist, tmp_path: Path) -> None:

@@ -107,3 +107,16 @@ def test_records_endpoint_with_error_cells(
     assert live_edges(pg_engine) == EXPECTED_EDGES
     assert report.nodes["person"].cells["formula error read as empty"] == 1
     assert fake.paths("/tables/Anchor_person/records?hidden=true") and not fake.paths("/sql")
+
+
+def test_progress_is_reported(api_settings: Settings, fake: FakeGrist) -> None:
+    calls: list[tuple[str, int, int | None]] = []
+    # A server URL ending in /api/ means the same server.
+    with_api = api_settings.model_copy(update={"grist_server_url": f"{fake.url}/api/"})
+    sync(with_api, on_progress=lambda stage, done, total: calls.append((stage, done, total)))
+
+    stages = [stage for stage, _, _ in calls]
+    assert stages[0] == "check for changes" and stages[-1] == "write staging"
+    assert {"data model", "Anchor_person", "Link_person_has_interest"} <= set(stages)
+    person = [(done, total) for stage, done, total in calls if stage == "Anchor_person"]
+    assert person[0] == (0, 6) and person[-1] == (6, 6)  # the row count comes from COUNT(*) via /sql

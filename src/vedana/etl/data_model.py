@@ -212,6 +212,11 @@ def read_data_model(source: Source) -> tuple[DataModel, DataModelReport]:
         else:
             lifecycle[event] = LifecycleEvent(event=event, text=_text(c.get("text")))
 
+    if not anchors:
+        raise SourceError(
+            f"the data model ({source.describe()}) describes no anchors (its `Anchors` table has no "
+            "noun); fill it in, or point --data-model at the Data Model document"
+        )
     dm = DataModel(
         anchors=[Anchor(**{**a, "attributes": tuple(a["attributes"])}) for a in anchors.values()],
         links=[Link(**{**lk, "attributes": tuple(lk["attributes"])}) for lk in links.values()],

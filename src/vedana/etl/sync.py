@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vedana.errors import SourceError
 from vedana.etl.data_model import read_data_model
 from vedana.etl.normalize import Normalizer, plan_tables
 from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
@@ -167,6 +168,12 @@ def _sync_into(
         return
 
     plan = plan_tables(dm, data_source)
+    if not plan.anchors:
+        # Most likely the wrong document: syncing it would mark every stored node deleted.
+        raise SourceError(
+            f"the data ({data_source.describe()}) has no Anchor_<noun> table for any anchor of the "
+            f"data model ({', '.join(a.noun for a in dm.anchors)}); check --data / GRIST_DATA_DOC_ID"
+        )
     report.ignored_tables = plan.ignored
     report.missing_tables = plan.missing
     for anchor in dm.anchors:

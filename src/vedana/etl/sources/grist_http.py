@@ -44,11 +44,13 @@ class GristClient(GristDocAPI):
         backoff_s: float = 0.5,
         max_backoff_s: float = 8.0,
     ) -> None:
+        # "https://host/api" and "https://host/" both mean the server at https://host.
+        server = server.rstrip("/").removesuffix("/api")
         # An empty key is allowed (public documents); grist-api would look in the environment.
-        super().__init__(doc_id, api_key=api_key or "-", server=server.rstrip("/"))
+        super().__init__(doc_id, api_key=api_key or "-", server=server)
         self._has_key = bool(api_key)
         self.doc_id = doc_id
-        self.server = server.rstrip("/")
+        self.server = server
         self.timeout_s = timeout_s
         self.retries = retries
         self.backoff_s = backoff_s
