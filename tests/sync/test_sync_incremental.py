@@ -193,3 +193,23 @@ def test_data_model_is_stored(settings: Settings, pg_engine: Engine, folders: tu
     assert dm.link("PERSON_lives_in_CITY").anchor1_link_column_name == "person_city"
     assert [q.name for q in dm.queries] == ["Who likes <interest>?"]
     assert dm.prompt("no_answer") == "Nothing found."
+
+
+def test_model_only_change_is_applied_by_the_next_full_sync(
+    settings: Settings, pg_engine: Engine, model: Doc, folders: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A model edited by a `--data-model-only` run (a newly described column) reaches the data on
+    the next plain run, even though the data document itself did not change."""
+    model_dir = folders[0]
+    sync(settings, data_model=model_dir, data=folders[1])
+    model.table("Anchor_attributes").rows.insert(
+        0, {"anchor": 2, "attribute_name": "interest_rank", "dtype": "int"}
+    )
+    write_csv_folder(model, model_dir)
+    sync(settings, data_model=model_dir, data_model_only=True)
+
+    report = sync(settings, data_model=model_dir, data=folders[1])
+
+    assert not report.unchanged_early
+    assert live_nodes(pg_engine)[("interest", "interest:1")] == {"interest_name": "chess", "interest_rank": 1}
+    assert sync(settings, data_model=model_dir, data=folders[1]).unchanged_early

@@ -59,6 +59,7 @@ def sync(
     None means the configured `GRIST_DATA_MODEL_DOC_ID` / `GRIST_DATA_DOC_ID`.
     `full`: read and compare everything even when the documents did not change since the last
     sync (their Grist action hash, or the files' digest, is what the last sync stored).
+    Sources passed in as objects are closed when the sync ends.
     """
     from vedana.stores.postgres import get_engine
     from vedana.stores.run_log import record_run
@@ -91,7 +92,7 @@ def sync(
                         run.status = "unchanged"
                     else:
                         _sync_into(conn, model_source, data_source, report, progress)
-                        _store_states(conn, states, data_model_only)
+                        _store_states(conn, states, data_model_only, report.data_model.changed)
             report.seconds = time.monotonic() - started
             run.counts = _run_counts(report)
         return report
@@ -134,13 +135,20 @@ def _unchanged_since_last_sync(
     return all(stored.get(k) == states.get(k) for k in keys)
 
 
-def _store_states(conn: Connection, states: dict[str, str | None], data_model_only: bool) -> None:
+def _store_states(
+    conn: Connection, states: dict[str, str | None], data_model_only: bool, model_changed: bool
+) -> None:
     from vedana.stores.staging import get_state, set_state
 
     stored = get_state(conn, STATE_KEY) or {}
     value = {"normalize_version": NORMALIZE_VERSION, "data_model": states["data_model"]}
-    # A model-only sync leaves the data as it was, so the data document's hash stays valid.
-    value["data"] = stored.get("data") if data_model_only else states.get("data")
+    if not data_model_only:
+        value["data"] = states.get("data")
+    elif not model_changed:
+        value["data"] = stored.get("data")  # staging still matches that data document
+    else:
+        # Staging was normalised by the old model: the next full sync must read the data again.
+        value["data"] = None
     set_state(conn, STATE_KEY, value)
 
 
