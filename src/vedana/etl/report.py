@@ -85,7 +85,7 @@ class SyncReport:
     notes: list[str] = field(default_factory=list)
     data_model_only: bool = False
     unchanged_early: bool = False  # neither document changed since the last sync: nothing read
-    seconds: float = 0.0
+    seconds: float = 0.0  # from connected to Postgres to committed
     version: int | None = None  # highest staging version after the sync
     run_id: int | None = None
 

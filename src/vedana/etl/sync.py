@@ -65,7 +65,6 @@ def sync(
     from vedana.stores.run_log import record_run
     from vedana.stores.staging import writer_lock
 
-    started = time.monotonic()
     progress = on_progress or _no_progress
     sources: list[Source] = []
     try:
@@ -81,6 +80,7 @@ def sync(
             report.sources["data"] = data_source.describe()
 
         engine = get_engine(settings)
+        started = time.monotonic()  # the sync's own time, not starting Postgres or migrating
         with record_run(engine, "sync", source="; ".join(report.sources.values())) as run:
             report.run_id = run.id
             with writer_lock(engine):
