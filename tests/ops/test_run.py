@@ -117,7 +117,12 @@ def test_off_a_terminal_it_prints_one_line_per_phase(
     assert re.search(r"\(started \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\)$", lines[2])
 
     again = invoke("run", *source_args(*kb_dirs))
-    assert again.stdout.splitlines()[0].startswith("sync: up to date (5 nodes, 5 edges;")
+    assert again.stdout.splitlines()[0].startswith("sync: up to date (the sources did not change")
+    assert again.stdout.splitlines()[1].startswith("index: up to date (staging version")
+    assert ": up to date in " in again.stdout.splitlines()[2]
+
+    compared = invoke("run", *source_args(*kb_dirs), "--full")
+    assert compared.stdout.splitlines()[0].startswith("sync: up to date (5 nodes, 5 edges;")
     assert again.stdout.splitlines()[1].startswith("index: up to date (staging version")
     assert ": up to date in " in again.stdout.splitlines()[2]
 

@@ -34,7 +34,10 @@ def run(
         bool, typer.Option("--csv", help="Read Grist documents through their CSV export, not the API.")
     ] = False,
     full: Annotated[
-        bool, typer.Option("--full", help="Rebuild the graph and the vectors from staging from scratch.")
+        bool,
+        typer.Option(
+            "--full", help="Compare every source row and rebuild the graph and the vectors from staging."
+        ),
     ] = False,
     wait: Annotated[
         float,
@@ -107,7 +110,7 @@ def sync_line(report: SyncReport) -> str:
     nodes, edges = data["totals"]["nodes"], data["totals"]["edges"]
     seconds = f"{data['seconds']:.2f} s"
     if data["unchanged_early"]:
-        return f"sync: up to date (the Grist documents did not change; {seconds})"
+        return f"sync: up to date (the sources did not change since the last sync; {seconds})"
     if not data["changed"]:
         return f"sync: up to date ({nodes['loaded']:,} nodes, {edges['loaded']:,} edges; {seconds})"
     model = "data model changed; " if data["data_model"]["changed"] else ""

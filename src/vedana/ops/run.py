@@ -108,9 +108,10 @@ def run(
     graph: GraphStore | None = None,
     embedder: Embedder | None = None,
 ) -> RunReport:
-    """Sync (sources as for `vedana.etl.sync.sync`) then index (`full` rebuilds the index), holding
-    the run lock throughout. Raises `LockBusy` when another run holds it for longer than `wait`
-    seconds; any other failure is logged in the `run` row and raised."""
+    """Sync (sources as for `vedana.etl.sync.sync`) then index, holding the run lock throughout;
+    `full` makes the sync compare every row and the index rebuild from staging. Raises `LockBusy`
+    when another run holds it for longer than `wait` seconds; any other failure is logged in the
+    `run` row and raised."""
     from vedana.etl.index import index
     from vedana.etl.sync import sync
     from vedana.stores.run_log import record_run
@@ -130,7 +131,12 @@ def run(
                 lock_wait += time.monotonic() - asked
                 with record_run(engine, "run", source=source) as record:
                     sync_report = sync(
-                        settings, data_model=data_model, data=data, csv=csv, on_progress=on_progress
+                        settings,
+                        data_model=data_model,
+                        data=data,
+                        csv=csv,
+                        full=full,
+                        on_progress=on_progress,
                     )
                     if on_phase is not None:
                         on_phase("sync", sync_report)
