@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from vedana.cli import options
+
 if TYPE_CHECKING:
     from vedana.ops.problems import CheckReport
 
@@ -14,26 +16,9 @@ SECTION_NAMES = ("connectivity", "lint", "consistency", "smoke")
 
 
 def check(
-    data_model: Annotated[
-        str | None,
-        typer.Option(
-            "--data-model",
-            help="Data Model to lint: a CSV folder, a .grist file or a Grist document id "
-            "[default: GRIST_DATA_MODEL_DOC_ID].",
-            show_default=False,
-        ),
-    ] = None,
-    data: Annotated[
-        str | None,
-        typer.Option(
-            "--data",
-            help="Data to lint against it: a CSV folder, a .grist file or a document id [default: GRIST_DATA_DOC_ID].",
-            show_default=False,
-        ),
-    ] = None,
-    csv: Annotated[
-        bool, typer.Option("--csv", help="Read Grist documents through their CSV export, not the API.")
-    ] = False,
+    data_model: options.DataModelSource = None,
+    data: options.DataSource = None,
+    csv: options.CsvExport = False,
     llm: Annotated[
         bool, typer.Option("--llm", help="Also call the language model(s) once (costs a request).")
     ] = False,

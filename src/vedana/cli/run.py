@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from vedana.cli import options
+
 if TYPE_CHECKING:
     from vedana.etl.index import IndexReport
     from vedana.etl.sync import SyncReport
@@ -13,26 +15,9 @@ if TYPE_CHECKING:
 
 
 def run(
-    data_model: Annotated[
-        str | None,
-        typer.Option(
-            "--data-model",
-            help="Data Model source: a CSV folder, a .grist file or a Grist document id "
-            "[default: GRIST_DATA_MODEL_DOC_ID].",
-            show_default=False,
-        ),
-    ] = None,
-    data: Annotated[
-        str | None,
-        typer.Option(
-            "--data",
-            help="Data source: a CSV folder, a .grist file or a Grist document id [default: GRIST_DATA_DOC_ID].",
-            show_default=False,
-        ),
-    ] = None,
-    csv: Annotated[
-        bool, typer.Option("--csv", help="Read Grist documents through their CSV export, not the API.")
-    ] = False,
+    data_model: options.DataModelSource = None,
+    data: options.DataSource = None,
+    csv: options.CsvExport = False,
     full: Annotated[
         bool,
         typer.Option(

@@ -7,34 +7,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from vedana.cli import options
+
 if TYPE_CHECKING:
     from vedana.etl.report import SyncReport, TypeReport
 
 
 def sync(
-    data_model: Annotated[
-        str | None,
-        typer.Option(
-            "--data-model",
-            metavar="PATH|DOC",
-            help="Data Model source: a folder of CSV files, a .grist file, or a Grist document id "
-            "(default: GRIST_DATA_MODEL_DOC_ID).",
-            show_default=False,
-        ),
-    ] = None,
-    data: Annotated[
-        str | None,
-        typer.Option(
-            "--data",
-            metavar="PATH|DOC",
-            help="Data source: a folder of CSV files, a .grist file, or a Grist document id "
-            "(default: GRIST_DATA_DOC_ID).",
-            show_default=False,
-        ),
-    ] = None,
-    csv: Annotated[
-        bool, typer.Option("--csv", help="Read Grist documents through their CSV export, not the REST API.")
-    ] = False,
+    data_model: options.DataModelSource = None,
+    data: options.DataSource = None,
+    csv: options.CsvExport = False,
     data_model_only: Annotated[
         bool,
         typer.Option(
@@ -45,10 +27,8 @@ def sync(
         bool,
         typer.Option("--full", help="Read and compare everything, even if the documents did not change."),
     ] = False,
-    json_: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No progress and no summary; errors only.")
-    ] = False,
+    json_: options.Json = False,
+    quiet: options.Quiet = False,
 ) -> None:
     """Pull the data model and the data from Grist into Postgres staging, incrementally.
 
