@@ -137,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     write_json(results, args.out)
     render(results, Console(highlight=False, width=max(Console().width, 110)))
     status.line(f"wrote {args.out}")
+    failed = [size["rows"] for size in results["sizes"] if "error" in size]
+    if failed:
+        status.line(
+            f"error: {len(failed)} size(s) failed ({', '.join(map(str, failed))}); see 'error' in the JSON"
+        )
+        return 1
     return 0
 
 

@@ -91,6 +91,9 @@ class InstantLLM:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as a hosted provider would allow
+            # Headers and body leave in two writes; with Nagle on, the body waits for the client's
+            # delayed ACK (~40 ms on loopback) and that wait would be counted as model time.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -142,6 +142,7 @@ def _peak(size: dict[str, Any], key: str, phases: tuple[str, ...] = ()) -> float
 
 THROUGHPUT_ROWS: list[Row] = [
     ("data rows (generated)", lambda z: _n(z["rows"])),
+    ("FAILED", lambda z: z.get("error", "–")),
     ("staging rows (nodes+edges)", lambda z: _n(_get(z, "phases", "sync", "staging_rows"))),
     ("sync (CSV folder) · rows/s", lambda z: _timed_rate(z, "sync", "rows_per_s", "/s")),
     ("sync (.grist) · rows/s", lambda z: _timed_rate(z, "sync-grist", "rows_per_s", "/s")),

@@ -513,7 +513,13 @@ def run(config: BenchConfig, *, status: Status, progress: Progress) -> dict[str,
                     config, rows, root / f"rows-{rows}", meter, status, progress,
                     latency=latency, local_model=local_model,
                 )  # fmt: skip
-                results["sizes"].append(size_run.run())
+                try:
+                    results["sizes"].append(size_run.run())
+                except Exception as exc:  # keep what was measured; the next size may still run
+                    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    size_run.result["error"] = f"{type(exc).__name__}: {message}"
+                    results["sizes"].append(size_run.result)
+                    status(f"[{rows:,}] failed: {size_run.result['error']}")
                 if not config.keep:
                     shutil.rmtree(root / f"rows-{rows}", ignore_errors=True)
     finally:
