@@ -80,9 +80,10 @@ def test_falkordb_keeps_data_across_stop_and_recovers_from_kill_9(vedana_home: P
         ensure_falkordb(vedana_home)  # the snapshot written on stop is loaded again
         assert graph.query("MATCH (p:Probe) RETURN p.id AS id").rows == [{"id": "kept"}]
 
-        # Written after the last snapshot: only the append-only file (fsynced every second) keeps it.
+        # Written after the last snapshot, then persisted as `vedana index` does before it
+        # records its writes as applied; a later write that was not persisted may be lost.
         graph.query("CREATE (:Probe {id: 'after-snapshot'})")
-        time.sleep(1.5)
+        graph.persist()
         pid = falkordb_status(vedana_home)["pid"]
         os.kill(pid, signal.SIGKILL)
         assert wait_for_exit(pid, 5)

@@ -290,6 +290,7 @@ def _apply(
             report._add_graph(
                 load_graph(conn, graph, everything, batch_size=batch_size, on_progress=on_progress)
             )
+        graph.persist()  # durable before the watermark says so: a crash after this loses nothing
         set_state(conn, GRAPH_VERSION_KEY, start.upto)
         conn.commit()
         report.phase_seconds["graph"] = time.perf_counter() - t0

@@ -203,11 +203,10 @@ def _start(home: Path, sock: Path, bolt_port: int | None) -> None:
         "--dir", str(folder),
         "--dbfilename", "graph.rdb",
         "--save", "60 1",
-        # The append-only file makes every write durable within a second, so a kill -9 of the
-        # server loses at most the last second of an index run (the next run repairs it).
-        # FalkorDB's Bolt listener (test-only here) crashes on writes when AOF is on.
-        "--appendonly", "no" if bolt_port is not None else "yes",
-        "--appendfsync", "everysec",
+        # Snapshots only: `vedana index` calls `persist()` (a BGSAVE) before it records graph
+        # writes as applied, so a kill -9 never loses writes the index believes are done. An
+        # append-only file would replay every write on restart, which is slow for big graphs.
+        "--appendonly", "no",
         "--daemonize", "yes",
         "--pidfile", str(_pid_file(home)),
         "--logfile", str(folder / "redis.log"),

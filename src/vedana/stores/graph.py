@@ -61,6 +61,13 @@ class GraphStore(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    def persist(self) -> None:
+        """Make every write so far durable, before the caller records it as applied.
+
+        Servers with their own write-ahead log (Memgraph, Neo4j) need nothing; the embedded
+        FalkorDB snapshots to disk here."""
+        return None
+
     def counts(self) -> dict[str, dict[str, int]]:
         """{"nodes": {label: n}, "edges": {type: n}} for the whole graph."""
         node_rows = self.query("MATCH (n) RETURN labels(n)[0] AS label, count(*) AS n").rows

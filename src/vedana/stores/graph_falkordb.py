@@ -126,6 +126,31 @@ class FalkorGraph(GraphStore):
         # DETACH DELETE keeps the indexes, unlike deleting the graph key.
         self.query("MATCH (n) DETACH DELETE n")
 
+    def persist(self, timeout_s: float = 600.0) -> None:
+        """Snapshot the graph to disk (BGSAVE, so readers are not blocked) and wait until a
+        snapshot that started after this call has finished."""
+        import redis
+
+        conn = self._db.connection
+        try:
+            info = conn.info("persistence")
+            if not info["rdb_changes_since_last_save"] and not info["rdb_bgsave_in_progress"]:
+                return
+            # A snapshot already running may predate our writes: wait for the one after it.
+            target = info["rdb_saves"] + (2 if info["rdb_bgsave_in_progress"] else 1)
+            conn.execute_command("BGSAVE", "SCHEDULE")
+            deadline = time.monotonic() + timeout_s
+            while (info := conn.info("persistence"))["rdb_saves"] < target:
+                if time.monotonic() > deadline:
+                    raise ServiceError(f"FalkorDB did not finish saving the graph within {timeout_s:.0f} s")
+                time.sleep(0.02)
+        except redis.RedisError as exc:
+            raise ServiceError(redact(f"FalkorDB could not save the graph: {exc}")) from None
+        if info["rdb_last_bgsave_status"] != "ok":
+            raise ServiceError(
+                f"FalkorDB failed to save the graph to disk; see {self.socket_path.parent / 'redis.log'}"
+            )
+
     def close(self) -> None:
         self._db.connection.close()
 
