@@ -9,7 +9,8 @@ VEDANA="${VEDANA:-.venv/bin/vedana}"
 SAMPLE="${SAMPLE:-samples/people}"
 export VEDANA_HOME="${VEDANA_HOME:-.vedana-demo}"
 
-step() { printf '\n\033[1m== %s\033[0m\n$ %s\n' "$1" "${*:2}" >&2; "${@:2}"; }
+if [[ -t 2 ]]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
+step() { printf '\n%s== %s%s\n$ %s\n' "$bold" "$1" "$plain" "${*:2}" >&2; "${@:2}"; }
 
 step "1/6 sync the sample into Postgres" \
   "$VEDANA" sync --data-model "$SAMPLE/model" --data "$SAMPLE/data"
@@ -31,4 +32,4 @@ if [[ -n "${OPENAI_API_KEY:-}${OPENROUTER_API_KEY:-}${ANTHROPIC_API_KEY:-}${VEDA
 else
   printf '\n(skipping `vedana ask`: set OPENAI_API_KEY, or MODEL + a provider key, to try it)\n' >&2
 fi
-printf '\nState is in %s; stop the services with: %s services stop\n' "$VEDANA_HOME" "$VEDANA" >&2
+printf '\nState is in %s; stop the services with: VEDANA_HOME=%s %s services stop\n' "$VEDANA_HOME" "$VEDANA_HOME" "$VEDANA" >&2
