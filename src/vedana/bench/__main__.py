@@ -58,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
         "--edit-fraction", type=float, default=0.01, help="share of rows to edit (0.01 = 1 %%)"
     )
     parser.add_argument("--latency-all-sizes", action="store_true", help="latency probes at every size")
+    parser.add_argument("--markdown", type=Path, help="also write the tables as Markdown to this file")
     parser.add_argument("--workdir", type=Path, help="where the temporary homes go (default: system temp)")
     parser.add_argument("--keep", action="store_true", help="keep the generated data and homes")
     return parser
@@ -120,7 +121,7 @@ class ConsoleStatus:
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
-    from vedana.bench.report import render, write_json
+    from vedana.bench.report import markdown, render, write_json
     from vedana.bench.runner import run
 
     args = _parser().parse_args(argv)
@@ -135,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         status.close()
     write_json(results, args.out)
+    if args.markdown is not None:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(results), encoding="utf-8")
     render(results, Console(highlight=False, width=max(Console().width, 110)))
     status.line(f"wrote {args.out}")
     failed = [size["rows"] for size in results["sizes"] if "error" in size]

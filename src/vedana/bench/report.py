@@ -271,3 +271,69 @@ def render(results: dict[str, Any], console: Any) -> None:
     ]
     for note in notes:
         console.print(f"· {note}", highlight=False)
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    align = ["---"] + ["---:"] * (len(header) - 1)
+    return "\n".join([line(header), "| " + " | ".join(align) + " |", *(line(r) for r in rows)])
+
+
+def _md_rows(sizes: list[dict[str, Any]], rows: list[Row]) -> list[list[str]]:
+    out = []
+    for label, cell in rows:
+        cells = [cell(size) for size in sizes]
+        if all(c in ("–", "– · –", "– · – texts · –") for c in cells):
+            continue
+        out.append(
+            [label.strip().replace("  ", "") if not label.startswith("  ") else "↳ " + label.strip(), *cells]
+        )
+    return out
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The same tables as `render`, as Markdown (for the benchmark's README)."""
+    sizes = results["sizes"]
+    if not sizes:
+        return ""
+    config, machine = results["config"], results["machine"]
+    header = ["measure", *(size_label(z["rows"]) for z in sizes)]
+    parts = [
+        f"Shape `{config['shape']}`, fast embedder `{config['fast_embedder']}`, run {results['started_at']}, "
+        f"wall {results.get('wall_s')} s. Machine: {machine['cpus']} cpus ({machine['cpu_model']}), "
+        f"{machine['memory_gb']} GB; whole machine {machine.get('cpu_busy_percent_during_run')} % busy during "
+        f"the run; load {machine['load_avg_start']} → {machine.get('load_avg_end')}.",
+        "",
+        _md_table(header, _md_rows(sizes, THROUGHPUT_ROWS)),
+    ]
+    latency = [z for z in sizes if any(p in z["phases"] for p in ("search", "cypher", "ask"))]
+    if latency:
+        parts += [
+            "",
+            _md_table(
+                ["latency", *(size_label(z["rows"]) for z in latency)], _md_rows(latency, LATENCY_ROWS)
+            ),
+        ]
+    last = sizes[-1]
+    rows = []
+    for phase, entry in last["phases"].items():
+        cpu = entry.get("cpu_s") or {}
+        services = entry.get("services_peak_mb") or {}
+        rows.append([phase, _s(entry["seconds"]), _cpu(cpu.get("python")), _cpu(cpu.get("postgres")),
+                     _cpu(cpu.get("falkordb")), _mb(entry.get("python_peak_mb")), _mb(services.get("postgres")),
+                     _mb(services.get("falkordb"))])  # fmt: skip
+        for stage, part in (entry.get("stages") or {}).items():
+            c = part.get("cpu_s") or {}
+            rows.append([f"↳ {stage}", _s(part["seconds"]), _cpu(c.get("python")), _cpu(c.get("postgres")),
+                         _cpu(c.get("falkordb")), "", "", ""])  # fmt: skip
+    parts += [
+        "",
+        f"Per phase at {size_label(last['rows'])} rows (CPU seconds by process; peak memory: python RSS, services PSS):",
+        "",
+        _md_table(
+            ["phase", "wall", "cpu py", "cpu pg", "cpu falkor", "py peak", "pg peak", "falkor peak"], rows
+        ),
+    ]
+    return "\n".join(parts) + "\n"
