@@ -32,13 +32,15 @@ def bench_run() -> Iterator[tuple[dict, str, Path]]:
     # takes a minute with live services in it.
     work = Path(tempfile.mkdtemp(prefix="vedana-bench-test-"))
     out = work / "results.json"
+    md = work / "results.md"
     capture = pytest.MonkeyPatch()
     stdout = io.StringIO()  # the tables go to stdout; rich picks up sys.stdout when main() runs
     capture.setattr(sys, "stdout", stdout)
     try:
         code = main(
             [
-                "--sizes", str(ROWS), "--grist", "--out", str(out), "--workdir", str(work / "homes"),
+                "--sizes", str(ROWS), "--grist", "--out", str(out), "--markdown", str(md),
+                "--workdir", str(work / "homes"),
                 "--keep", "--queries", str(QUERIES), "--asks", str(ASKS), "--local-sample", "40",
             ]
         )  # fmt: skip
@@ -46,7 +48,7 @@ def bench_run() -> Iterator[tuple[dict, str, Path]]:
         capture.undo()
     try:
         assert code == 0
-        yield json.loads(out.read_text()), stdout.getvalue(), work / "homes"
+        yield json.loads(out.read_text()), stdout.getvalue() + md.read_text(), work / "homes"
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -118,9 +120,10 @@ def test_table_printed_and_services_stopped(bench_run: tuple[dict, str, Path]) -
     from vedana.stores.embedded_falkordb import falkordb_status
     from vedana.stores.embedded_postgres import postgres_status
 
-    _, stdout, homes = bench_run
-    assert "vedana benchmark" in stdout
-    assert "no-change index" in stdout
+    _, output, homes = bench_run
+    assert "vedana benchmark" in output
+    assert "no-change index" in output
+    assert "| measure | 300 |" in output  # the Markdown table
     [root] = list(homes.iterdir())
     service_homes = sorted(root.glob("rows-*/home*"))
     assert [h.name for h in service_homes] == ["home", "home-grist"]
