@@ -2,8 +2,11 @@
 
 The query is tokenized the way a Cypher parser would see it: string literals and comments are
 skipped, backtick-quoted names are names (never keywords), words are compared after Unicode
-NFKC folding and case folding. Then three checks:
+NFKC folding and case folding. Then four checks:
 
+* the statement starts with a reading clause (MATCH, OPTIONAL, WITH, UNWIND, RETURN, CALL, SHOW,
+  or EXPLAIN/PROFILE/USING/CYPHER before one), so admin statements no list below foresees
+  (Memgraph's `START STREAM`, `ENABLE TTL`, ...) are refused too;
 * a write or admin keyword anywhere in the code (CREATE, MERGE, SET, DELETE, REMOVE, DROP,
   LOAD, FOREACH, ALTER, ...), or a write/admin phrase (`FREE MEMORY`, `STOP DATABASE`, ...);
 * `CALL <procedure>` only for procedures on a read-only allow-list;
@@ -71,6 +74,12 @@ WRITE_PHRASES = frozenset(
     }
 )
 
+# Words a read-only statement may start with. EXPLAIN/PROFILE/USING (Memgraph's query hints) and
+# CYPHER (options or FalkorDB's inline parameters) only prefix a statement; what follows them is
+# checked like the rest.
+STATEMENT_STARTS = frozenset({"match", "optional", "with", "unwind", "return", "call", "show"})
+STATEMENT_PREFIXES = frozenset({"explain", "profile", "using", "cypher"})
+
 # Procedures that only read (names compared case-insensitively, with any backticks removed).
 READ_PROCEDURES = frozenset(
     {
@@ -100,6 +109,9 @@ READ_PROCEDURES = frozenset(
         "algo.betweenness",
         "algo.labelpropagation",
         "algo.spanningforest",
+        "algo.msf",
+        "algo.sppaths",  # FalkorDB's shortest paths between two nodes
+        "algo.sspaths",
     }
 )
 
@@ -246,6 +258,20 @@ def _runs_cypher_text(function: str) -> bool:
     return function.startswith(TEXT_RUNNING_FUNCTIONS)
 
 
+def _check_start(tokens: list[Token]) -> None:
+    """The statement must begin with a reading clause: anything else is an admin or write
+    statement. After EXPLAIN or PROFILE, the clause they prefix is checked too."""
+    words = [t.text for t in tokens if t.kind == "word"]
+    if tokens[0].kind != "word":
+        raise _Refused("it does not start with a clause such as MATCH")
+    allowed = STATEMENT_STARTS | STATEMENT_PREFIXES
+    first = words[0]
+    if first not in allowed:
+        raise _Refused(f"it starts with {first.upper()}, not a reading clause such as MATCH")
+    if first in {"explain", "profile"} and (len(words) < 2 or words[1] not in allowed):
+        raise _Refused(f"{first.upper()} is not followed by a reading clause")
+
+
 def _check_code(tokens: list[Token]) -> None:
     words = [(k, t) for k, t in enumerate(tokens) if t.kind == "word" and not _is_property_key(tokens, k)]
     for _, tok in words:
@@ -254,15 +280,19 @@ def _check_code(tokens: list[Token]) -> None:
     for (_, first), (_, second) in itertools.pairwise(words):
         if (first.text, second.text) in WRITE_PHRASES:
             raise _Refused(f"it uses {first.text.upper()} {second.text.upper()}")
+    procedure_names: set[int] = set()  # token positions of allow-listed procedure names
     for k, tok in words:
         following = tokens[k + 1] if k + 1 < len(tokens) else None
         if tok.text == "call":
             if following is not None and following.kind == "punct" and following.text in "{(":
                 continue  # CALL { subquery }: its clauses are checked like the rest
-            name, _ = _dotted_name(tokens, k + 1)
+            name, after = _dotted_name(tokens, k + 1)
             if name not in READ_PROCEDURES:
                 raise _Refused(f"procedure {name or '(none)'} is not on the read-only list")
+            procedure_names.update(range(k + 1, after))
     for k, tok in enumerate(tokens):
+        if k in procedure_names:
+            continue  # e.g. CALL dbms.procedures(): allow-listed above, not a function call
         if tok.kind in {"word", "name"} and not _is_property_key(tokens, k):
             name, after = _dotted_name(tokens, k)
             called = after < len(tokens) and tokens[after].kind == "punct" and tokens[after].text == "("
@@ -280,6 +310,7 @@ def refusal_reason(query: str) -> str | None:
         if all(t.kind == "punct" and t.text == ";" for t in tokens):
             return "it is empty"
         _check_code(tokens)
+        _check_start(tokens)
     except _Refused as exc:
         return str(exc)
     if "\\" in query:
@@ -289,6 +320,7 @@ def refusal_reason(query: str) -> str | None:
             return None  # an engine reading it that way would reject it as a syntax error
         try:
             _check_code(literal_tokens)
+            _check_start(literal_tokens)
         except _Refused as exc:
             return f"read without backslash escapes, {exc}"
     return None
