@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -266,3 +267,64 @@ def test_the_trace_on_a_terminal_is_rich_tables(
     assert "│ vector_text_search │ Animal.name ≈ 'quokkas'" in text
     assert "1 hit: a1" in text and "3 rows" in text
     assert "openai/agent" in text and "openai/filter" in text
+
+
+def test_the_terminal_trace_shows_queries_and_model_text_as_written(
+    cli_env: None, fake_llm: FakeLLM, kb: DataModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Square brackets are Cypher, not rich markup: `[r:LIKES]` must not vanish and a model's
+    `[/b]` must not crash the trace."""
+    import io
+
+    from rich.console import Console
+
+    from vedana.cli import ask as ask_command
+    from vedana.cli import output
+
+    query = "MATCH (p:Person)-[r:LIKES]->(a) RETURN p.id, [x IN labels(a) | x] AS l ORDER BY p.id"
+    fake_llm.filter.append(
+        structured(
+            {
+                "reasoning": "People [/b] and [bold]animals[/bold].",
+                "anchor_nouns": ["Person", "Animal", "[red]Griffin"],
+                "link_sentences": ["LIKES"],
+                "anchor_attribute_names": [],
+                "link_attribute_names": [],
+                "query_ids": [],
+            }
+        )
+    )
+    fake_llm.agent.append(
+        tool_calls(("cypher", {"query": query}), ("cypher", {"query": "MATCH [/x] RETURN 1"}))
+    )
+    fake_llm.agent.append(answer("done"))
+    result = invoke("ask", "Who likes what?", "--json")
+    assert result.exit_code == 0, result.stderr
+    screen = io.StringIO()
+    monkeypatch.setattr(output, "stderr_console", lambda: Console(file=screen, width=400, color_system=None))
+
+    ask_command._print_rich_trace(json.loads(result.stdout)["trace"])
+
+    text = screen.getvalue()
+    assert query in text  # whole, brackets included: a wide terminal shows the full query
+    assert "reasoning: People [/b] and [bold]animals[/bold]." in text
+    assert "anchor_nouns: [red]Griffin" in text
+    assert "MATCH [/x] RETURN 1" in text and "error: " in text
+
+
+def test_an_error_quoting_cypher_prints_as_written_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from vedana.cli import output
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    output.print_error("FalkorDB: Invalid input at MATCH (n)-[r:X]->(m) RETURN n [/x]")
+    output.print_warning("skipped [/y] and [bold]z")
+    text = re.sub(r"\x1b\[[0-9;]*m", "", screen.getvalue())  # colours off
+    assert "error: FalkorDB: Invalid input at MATCH (n)-[r:X]->(m) RETURN n [/x]\n" in text
+    assert "warning: skipped [/y] and [bold]z\n" in text

@@ -64,6 +64,9 @@ def ask(
 
 # -- trace rendering (from the trace dict, so --json and the screen show the same data) ----------
 
+# A table cell wraps, so a terminal can show a whole query; the one-line plain trace clips at 90.
+RICH_ARGUMENTS_WIDTH = 600
+
 
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f} s"
@@ -95,14 +98,14 @@ def filter_summary(f: dict[str, Any]) -> list[str]:
     return lines
 
 
-def tool_arguments(call: dict[str, Any]) -> str:
+def tool_arguments(call: dict[str, Any], width: int = 90) -> str:
     args = call["arguments"]
     if call["name"] == "cypher":
-        return _clip(args.get("query", args))
+        return _clip(args.get("query", args), width)
     if call["name"] == "vector_text_search":
         extra = f" (threshold {call.get('threshold')}, top {call.get('top_n')})" if call.get("top_n") else ""
-        return _clip(f"{args.get('label')}.{args.get('property')} ≈ {args.get('text')!r}{extra}")
-    return _clip(str(args))
+        return _clip(f"{args.get('label')}.{args.get('property')} ≈ {args.get('text')!r}{extra}", width)
+    return _clip(str(args), width)
 
 
 def tool_result(call: dict[str, Any]) -> str:
@@ -167,10 +170,16 @@ def plain_trace(trace: dict[str, Any]) -> str:
 
 
 def _print_rich_trace(trace: dict[str, Any]) -> None:
+    """The trace as rich tables. Every value from the data or a model (queries, reasoning,
+    errors) goes in as `Text`, never as markup: `[r:KNOWS]` in a query must show as written."""
     from rich.table import Table
+    from rich.text import Text
 
     from vedana.cli.output import stderr_console
     from vedana.redaction import redact
+
+    def text(value: str, style: str = "") -> Text:
+        return Text(redact(value), style=style)
 
     console = stderr_console()
     console.rule("[dim]trace[/]", style="dim")
@@ -178,9 +187,8 @@ def _print_rich_trace(trace: dict[str, Any]) -> None:
         style = (
             "bold red" if line.startswith("FALLBACK") else ("yellow" if line.startswith("ignored") else "")
         )
-        label = "[bold]filter[/]  " if i == 0 else "        "
         console.print(
-            label + f"[{style}]{redact(line)}[/]" if style else label + redact(line), highlight=False
+            Text.assemble(Text("filter  " if i == 0 else "        ", style="bold"), text(line, style))
         )
     tools = Table(show_edge=False, header_style="bold", expand=True)
     tools.add_column("#", justify="right")
@@ -190,13 +198,12 @@ def _print_rich_trace(trace: dict[str, Any]) -> None:
     tools.add_column("result", ratio=2, overflow="fold")
     tools.add_column("time", justify="right", no_wrap=True)
     for call in trace["tool_calls"]:
-        result = tool_result(call)
         tools.add_row(
             str(call["index"] + 1),
             str(call["round"]),
             call["name"],
-            redact(tool_arguments(call)),
-            f"[red]{redact(result)}[/]" if call.get("error") else redact(result),
+            text(tool_arguments(call, width=RICH_ARGUMENTS_WIDTH)),
+            text(tool_result(call), "red" if call.get("error") else ""),
             _seconds(call["elapsed_s"]),
         )
     if trace["tool_calls"]:
@@ -205,8 +212,8 @@ def _print_rich_trace(trace: dict[str, Any]) -> None:
     for column in ("model", "calls", "prompt tokens", "completion tokens", "cost"):
         usage.add_column(column)
     for row in usage_rows(trace):
-        usage.add_row(*row)
+        usage.add_row(*(Text(cell) for cell in row))
     console.print(usage)
     if trace.get("prompts_overridden"):
-        console.print(f"prompts from the Prompts table: {', '.join(trace['prompts_overridden'])}")
-    console.print(f"[dim]{timing_line(trace)}[/]")
+        console.print(Text(f"prompts from the Prompts table: {', '.join(trace['prompts_overridden'])}"))
+    console.print(Text(timing_line(trace), style="dim"))
