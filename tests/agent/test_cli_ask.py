@@ -328,3 +328,18 @@ def test_an_error_quoting_cypher_prints_as_written_on_a_terminal(monkeypatch: py
     text = re.sub(r"\x1b\[[0-9;]*m", "", screen.getvalue())  # colours off
     assert "error: FalkorDB: Invalid input at MATCH (n)-[r:X]->(m) RETURN n [/x]\n" in text
     assert "warning: skipped [/y] and [bold]z\n" in text
+
+
+def test_cypher_table_on_a_terminal_shows_values_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from vedana.cli import cypher as cypher_command
+    from vedana.cli import output
+
+    screen = io.StringIO()
+    monkeypatch.setattr(output, "stdout_console", lambda: Console(file=screen, width=200, color_system=None))
+    cypher_command._print_table(["[b]col"], [{"[b]col": "[/x] and [red]y"}, {"[b]col": ["a", "[i]"]}])
+    assert "[b]col" in screen.getvalue()
+    assert "[/x] and [red]y" in screen.getvalue() and '["a", "[i]"]' in screen.getvalue()
