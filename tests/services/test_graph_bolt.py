@@ -119,6 +119,18 @@ def test_bolt_row_limit_streams_and_truncates(bolt_graph: BoltGraph) -> None:
     assert len(whole.rows) == 5 and not whole.truncated
 
 
+def test_bolt_read_only_queries_stream_in_a_rolled_back_transaction(bolt_graph: BoltGraph) -> None:
+    _load(bolt_graph, "Person")
+    result = bolt_graph.query(
+        "MATCH (p:Person) RETURN p.id AS id ORDER BY id", read_only=True, row_limit=3, timeout_s=5
+    )
+    assert [r["id"] for r in result.rows] == ["p0", "p1", "p2"] and result.truncated
+    with pytest.raises(CypherError):
+        bolt_graph.query("MATCH (n) RETURN n.x +", read_only=True)
+    # The session is still usable after a failed read-only transaction.
+    assert bolt_graph.query("MATCH (p:Person) RETURN count(p) AS n", read_only=True).rows == [{"n": 5}]
+
+
 def test_bolt_errors_and_index(bolt_graph: BoltGraph) -> None:
     with pytest.raises(CypherError):
         bolt_graph.query("MATCH (n) RETURN n.x +")
@@ -153,6 +165,13 @@ def test_real_memgraph_round_trip() -> None:
         assert row["a"]["properties"] == {"id": "p0", "name": "name 0"} and row["k"]["start"] == row["a_id"]
         result = graph.query(f"MATCH (p:{label}) RETURN p.id AS id", read_only=True, row_limit=3)
         assert len(result.rows) == 3 and result.truncated
+        # Memgraph ignores the READ access mode; the rolled-back transaction is the engine fence.
+        graph.query(f"MATCH (p:{label}) SET p.name = 'changed'", read_only=True)
+        with pytest.raises(CypherError):
+            graph.query(f"CREATE INDEX ON :{label}(name)", read_only=True)
+        names = graph.query(f"MATCH (p:{label}) RETURN DISTINCT p.name AS name").rows
+        assert {"name": "changed"} not in names
+        assert graph.query("SHOW INDEX INFO", read_only=True).columns
     finally:
         graph.query(f"MATCH (n:{label}) DETACH DELETE n")
         graph.query(f"DROP INDEX ON :{label}(id)")

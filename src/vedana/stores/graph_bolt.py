@@ -1,8 +1,14 @@
 """`GraphStore` over Bolt with the `neo4j` driver, for Memgraph at `MEMGRAPH_URI`.
 
 Results are streamed: with `row_limit` the driver pulls at most `row_limit + 1` records, and
-the rest are discarded on the server. `read_only` opens a READ-access session; `timeout_s` is
-sent as the transaction timeout (servers that ignore it fall back to their own query timeout).
+the rest are discarded on the server. `timeout_s` is sent as the transaction timeout (servers
+that ignore it fall back to their own query timeout).
+
+`read_only` opens a READ-access session, which Neo4j enforces but Memgraph ignores (it has no
+read-only mode: memgraph/memgraph#2777). So a read-only query also runs in an explicit
+transaction that is always rolled back: a data change that got past the Cypher guard is undone,
+and Memgraph refuses index, constraint and admin statements inside such a transaction. `SHOW ...`
+queries, which only read and which Memgraph runs in auto-commit only, are the exception.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ _COUNTERS = {
     "indexes_added": "indices_created",
 }
 _TRAILING_NUMBER = re.compile(r"(\d+)$")
+_SHOW = re.compile(r"\s*SHOW\b", re.IGNORECASE)
 CLEAR_BATCH = 10_000
 
 
@@ -65,17 +72,16 @@ class BoltGraph(GraphStore):
         session_options: dict[str, Any] = {"default_access_mode": READ_ACCESS if read_only else WRITE_ACCESS}
         if row_limit is not None:
             session_options["fetch_size"] = max(1, min(row_limit + 1, 1000))
-        rows: list[dict[str, Any]] = []
-        truncated = False
         with self._errors(), self._driver.session(**session_options) as session:
-            result = session.run(Query(cypher, timeout=timeout_s), params or {})
-            columns = list(result.keys())
-            for record in result:
-                if row_limit is not None and len(rows) >= row_limit:
-                    truncated = True
-                    break
-                rows.append({key: to_plain(value) for key, value in record.items()})
-            counters = result.consume().counters  # discards what was not read
+            if read_only and not _SHOW.match(cypher):
+                with session.begin_transaction(timeout=timeout_s) as tx:
+                    try:
+                        columns, rows, truncated, counters = _read(tx.run(cypher, params or {}), row_limit)
+                    finally:
+                        tx.rollback()  # never commit: see the module doc
+            else:
+                result = session.run(Query(cypher, timeout=timeout_s), params or {})
+                columns, rows, truncated, counters = _read(result, row_limit)
         stats = {name: value for attr, name in _COUNTERS.items() if (value := getattr(counters, attr, 0))}
         return QueryResult(
             columns=columns,
@@ -131,6 +137,19 @@ class BoltGraph(GraphStore):
 
     def _errors(self) -> Any:
         return _BoltErrors(self.uri)
+
+
+def _read(result: Any, row_limit: int | None) -> tuple[list[str], list[dict[str, Any]], bool, Any]:
+    """Columns, at most `row_limit` rows, whether more existed, and the update counters."""
+    columns = list(result.keys())
+    rows: list[dict[str, Any]] = []
+    truncated = False
+    for record in result:
+        if row_limit is not None and len(rows) >= row_limit:
+            truncated = True
+            break
+        rows.append({key: to_plain(value) for key, value in record.items()})
+    return columns, rows, truncated, result.consume().counters  # consume discards what was not read
 
 
 class _BoltErrors:
