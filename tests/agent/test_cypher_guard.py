@@ -83,6 +83,8 @@ READS = [
     "MATCH (a:Person {id: 'p1'}), (b:Person {id: 'p2'}) "
     "CALL algo.SPpaths({sourceNode: a, targetNode: b, relTypes: ['KNOWS']}) YIELD path RETURN length(path)",
     "CYPHER who='p1' MATCH (n:Person {id: $who}) RETURN n.name",
+    "MATCH (n:Person) RETURN count(n);\n",  # FalkorDB alone would take the blank after ; for a statement
+    "MATCH (n:Person) RETURN count(n) ; // done",
 ]
 
 

@@ -326,6 +326,15 @@ def refusal_reason(query: str) -> str | None:
     return None
 
 
+def without_final_semicolon(query: str) -> str:
+    """A query the guard accepted, without its closing `;` (and what follows it: blanks and
+    comments), which FalkorDB reads as the start of a second statement."""
+    tokens = tokenize(query)
+    if tokens and tokens[-1].kind == "punct" and tokens[-1].text == ";":
+        return query[: tokens[-1].start].rstrip()
+    return query
+
+
 def ensure_read_only(query: str) -> None:
     """Raise `CypherWriteRefused` unless `query` is a single read-only statement."""
     reason = refusal_reason(query)

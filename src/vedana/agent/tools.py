@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from vedana.agent.cypher_guard import ensure_read_only
+from vedana.agent.cypher_guard import ensure_read_only, without_final_semicolon
 from vedana.agent.trace import ToolCallTrace
 from vedana.errors import CypherError, CypherWriteRefused, VedanaError
 
@@ -204,7 +204,9 @@ def run_cypher(graph: GraphStore, query: str, *, row_limit: int, timeout_s: floa
     ensure_read_only(query)
     started = time.perf_counter()
     try:
-        result = graph.query(query, read_only=True, row_limit=row_limit, timeout_s=timeout_s)
+        result = graph.query(
+            without_final_semicolon(query), read_only=True, row_limit=row_limit, timeout_s=timeout_s
+        )
     except VedanaError:
         raise
     except Exception as exc:  # engine errors differ by driver; the message is what helps
