@@ -60,6 +60,43 @@ def test_a_result_too_long_to_read_loses_rows_and_the_model_is_told(
     assert (trace.rows, trace.truncated) == (len(payload["rows"]), True)
 
 
+def test_the_row_cap_stops_the_engine_early(settings: Settings, graph: GraphStore) -> None:
+    """Row 6 divides by zero: a server that evaluated past the cap would fail, so three rows and
+    a truncation notice prove the cap stopped it. Columns keep the query's order."""
+    box = toolbox(settings, graph, cypher_rows_limit=3)
+    text, trace = run_cypher_tool(box, "UNWIND range(1, 10) AS i RETURN 10 / (i - 6) AS x, i")
+    payload = json.loads(text)
+    assert payload["columns"] == ["x", "i"]
+    assert payload["rows"] == [{"x": -2, "i": 1}, {"x": -2, "i": 2}, {"x": -3, "i": 3}]
+    assert payload["truncated"] is True and (trace.rows, trace.truncated) == (3, True)
+    text, _ = run_cypher_tool(box, "UNWIND range(1, 10) AS i RETURN i, 10 / (i - 6) AS x ORDER BY i DESC")
+    assert text.startswith("error: FalkorDB: Division by zero")  # ORDER BY needs every row first
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "WITH [3, 1, 2] AS xs UNWIND xs AS x RETURN x, x * 10 AS tens",  # CALL {} would take WITH as an import
+        "UNWIND [3, 1, 2] AS x WITH x, x * 10 AS tens RETURN *",  # column order unknown
+        "EXPLAIN MATCH (n) RETURN n",
+    ],
+)
+def test_queries_that_cannot_be_capped_on_the_server_run_as_written(
+    settings: Settings, graph: GraphStore, query: str
+) -> None:
+    box = toolbox(settings, graph, cypher_rows_limit=2)
+    text, trace = run_cypher_tool(box, query)
+    payload = json.loads(text)
+    if not query.startswith("EXPLAIN"):
+        assert payload["rows"] == [{"x": 3, "tens": 30}, {"x": 1, "tens": 10}] and payload["truncated"]
+    assert trace.error is None
+
+
+def test_an_engine_error_quotes_the_query_as_written(settings: Settings, graph: GraphStore) -> None:
+    text, _ = run_cypher_tool(toolbox(settings, graph), "MATCH (n:Person RETURN n")
+    assert "line: 1, column: 17" in text and "CALL {" not in text
+
+
 def test_a_slow_query_times_out_and_the_model_is_told(settings: Settings, graph: GraphStore) -> None:
     box = toolbox(settings, graph, cypher_timeout_s=0.001)
     text, trace = run_cypher_tool(

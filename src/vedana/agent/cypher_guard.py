@@ -23,9 +23,8 @@ the first of the two fences.
 from __future__ import annotations
 
 import itertools
-import unicodedata
-from dataclasses import dataclass
 
+from vedana.cypher_text import MalformedCypher, Token, fold, tokenize
 from vedana.errors import CypherWriteRefused
 
 # Clauses and statements that change data, schema, users or the server.
@@ -136,87 +135,9 @@ TEXT_RUNNING_FUNCTIONS = (
     "dbms.",
 )
 
-# Characters that end a `//` comment. Ending it at more characters than an engine does is safe:
-# the scanner then reads more of the query as code, never less.
-_LINE_ENDS = "\n\r\v\f\x85\u2028\u2029"
-
-
-@dataclass(frozen=True)
-class Token:
-    kind: str  # "word", "name" (backticked), "punct", "number", "string"
-    text: str  # folded text for words; raw content for names and strings
-    start: int
-    end: int
-
 
 class _Refused(Exception):
     pass
-
-
-class _Malformed(_Refused):
-    """The query cannot be read as Cypher at all."""
-
-
-def _fold(word: str) -> str:
-    return unicodedata.normalize("NFKC", word).casefold()
-
-
-def _is_word_char(ch: str) -> bool:
-    return ch in "_$" or ch.isalnum() or unicodedata.category(ch) in {"Mn", "Mc", "Pc"}
-
-
-def _string_end(query: str, i: int, *, escapes: bool) -> int:
-    """Index of the quote that closes the string opened at `i`."""
-    quote, j = query[i], i + 1
-    while j < len(query) and query[j] != quote:
-        j += 2 if escapes and query[j] == "\\" else 1
-    if j >= len(query):
-        raise _Malformed("it has an unterminated string")
-    return j
-
-
-def tokenize(query: str, *, escapes: bool = True) -> list[Token]:
-    """The tokens of the code (comments dropped). `escapes=False` reads backslashes in strings as
-    ordinary characters. Raises `_Malformed` when the text is not Cypher."""
-    tokens: list[Token] = []
-    i, n = 0, len(query)
-    while i < n:
-        ch = query[i]
-        if ch.isspace() or unicodedata.category(ch) == "Cf":  # zero-width characters are blanks
-            i += 1
-        elif query.startswith("//", i):
-            while i < n and query[i] not in _LINE_ENDS:
-                i += 1
-        elif query.startswith("/*", i):
-            end = query.find("*/", i + 2)
-            if end < 0:
-                raise _Malformed("it has an unterminated /* comment")
-            i = end + 2
-        elif ch in "'\"":
-            end = _string_end(query, i, escapes=escapes)
-            tokens.append(Token("string", query[i + 1 : end], i, end + 1))
-            i = end + 1
-        elif ch == "`":
-            end = query.find("`", i + 1)
-            while end >= 0 and query.startswith("``", end):  # `` is an escaped backtick
-                end = query.find("`", end + 2)
-            if end < 0:
-                raise _Malformed("it has an unterminated `name`")
-            tokens.append(Token("name", query[i + 1 : end].replace("``", "`"), i, end + 1))
-            i = end + 1
-        elif ch == "\\":
-            raise _Malformed("it has a backslash outside a string")
-        elif _is_word_char(ch):
-            j = i
-            while j < n and _is_word_char(query[j]):
-                j += 1
-            kind = "number" if ch.isdigit() else "word"
-            tokens.append(Token(kind, _fold(query[i:j]) if kind == "word" else query[i:j], i, j))
-            i = j
-        else:
-            tokens.append(Token("punct", ch, i, i + 1))
-            i += 1
-    return tokens
 
 
 def _is_property_key(tokens: list[Token], k: int) -> bool:
@@ -243,7 +164,7 @@ def _dotted_name(tokens: list[Token], start: int) -> tuple[str, int]:
     while i < len(tokens):
         tok = tokens[i]
         if expect_part and tok.kind in {"word", "name"}:
-            parts.append(_fold(tok.text))
+            parts.append(fold(tok.text))
         elif not expect_part and tok.kind == "punct" and tok.text == ".":
             pass
         else:
@@ -311,12 +232,12 @@ def refusal_reason(query: str) -> str | None:
             return "it is empty"
         _check_code(tokens)
         _check_start(tokens)
-    except _Refused as exc:
+    except (_Refused, MalformedCypher) as exc:
         return str(exc)
     if "\\" in query:
         try:
             literal_tokens = tokenize(query, escapes=False)
-        except _Malformed:
+        except MalformedCypher:
             return None  # an engine reading it that way would reject it as a syntax error
         try:
             _check_code(literal_tokens)
