@@ -48,3 +48,13 @@ def test_playbook_keeps_catalog_numbers() -> None:
     text = render_playbook([(2, dm.queries[1])])
     assert text.startswith("2. How old is <person>?\nMATCH (p:Person {name: $name}) RETURN p.age")
     assert render_playbook([]) == "(no playbook entries)"
+
+
+def test_a_blank_prompts_row_keeps_the_built_in_template() -> None:
+    from vedana.agent.templates import Templates, builtin
+    from vedana.datamodel import Prompt
+
+    templates = Templates(data_model(prompts=[Prompt("finalize", "  \n"), Prompt(" no_answer ", "Nope.")]))
+    assert templates.text("finalize") == builtin("finalize")
+    assert templates.text("no_answer") == "Nope."
+    assert templates.overridden == ["no_answer"]

@@ -36,15 +36,17 @@ class Templates:
     """The templates in force for one data model; `overridden` lists names taken from `Prompts`."""
 
     def __init__(self, dm: DataModel) -> None:
-        self._overrides = {p.name.strip(): p.text for p in dm.prompts if p.name.strip() in TEMPLATE_NAMES}
+        # A blank row does not override: the built-in template stays (and is not reported).
+        self._overrides = {
+            p.name.strip(): p.text for p in dm.prompts if p.name.strip() in TEMPLATE_NAMES and p.text.strip()
+        }
 
     @property
     def overridden(self) -> list[str]:
         return sorted(self._overrides)
 
     def text(self, name: str) -> str:
-        override = self._overrides.get(name)
-        return override if override and override.strip() else builtin(name)
+        return self._overrides.get(name) or builtin(name)
 
     def render(self, name: str, **values: object) -> str:
         return fill(self.text(name), values)
