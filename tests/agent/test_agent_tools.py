@@ -194,3 +194,32 @@ def test_vector_tool_rejects_a_pair_that_is_not_searchable(settings: Settings, g
         round_=1,
     )
     assert text == "error: Person.kind is not searchable by meaning; searchable: Person.name, Animal.kind"
+
+
+def test_vector_tool_searches_the_edge_table_for_a_link_attribute_with_its_own_settings(
+    settings: Settings, graph: GraphStore
+) -> None:
+    from dataclasses import replace
+
+    from vedana.datamodel import Attribute
+
+    dm = data_model()
+    note = Attribute(
+        "note", "Why they like it.", "cute", "str", embeddable=True, embed_threshold=0.25, embed_top_n=3
+    )
+    dm.links[0] = replace(dm.links[0], attributes=(*dm.links[0].attributes, note))
+    calls = []
+    box = Toolbox(
+        settings.model_copy(update={"embeddings_top_n": 7}), dm, graph, lambda *a: calls.append(a) or []
+    )
+    schema = box.specs()[0]["function"]["parameters"]["properties"]
+    assert schema["label"]["enum"] == ["Person", "Animal", "LIKES"]
+    for label, prop in (("LIKES", "note"), ("Person", "name")):
+        _, trace = box.run(
+            "vector_text_search",
+            json.dumps({"label": label, "property": prop, "text": "t"}),
+            index=0,
+            round_=1,
+        )
+        assert trace.error is None
+    assert calls == [("edge", "LIKES", "note", "t", 0.25, 3), ("node", "Person", "name", "t", 0.4, 7)]
