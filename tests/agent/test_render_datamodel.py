@@ -58,3 +58,18 @@ def test_a_blank_prompts_row_keeps_the_built_in_template() -> None:
     assert templates.text("finalize") == builtin("finalize")
     assert templates.text("no_answer") == "Nope."
     assert templates.overridden == ["no_answer"]
+
+
+def test_the_built_in_instructions_say_how_to_answer_exactly() -> None:
+    from vedana.agent.templates import Templates
+
+    text = Templates(data_model()).render("instructions", row_limit=200, max_rounds=5)
+    assert "{{" not in text and "capped\n  at 200 rows" in text and "at most 5 rounds" in text
+    for point in (
+        "turn a name or phrase from the question into exact graph ids",  # vector search resolves names
+        "Use it for exact\n  lookups, counts, complete lists",  # Cypher for counts and lists
+        "cite the ids of the nodes it rests on",
+        "say that it is incomplete and give the total count",  # truncated results
+        "stored in both directions",
+    ):
+        assert point in text
