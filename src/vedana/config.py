@@ -87,8 +87,10 @@ class Settings(BaseSettings):
         for value in (self.grist_api_key, self.memgraph_pwd):
             if value is not None and value.get_secret_value():
                 found.append(value.get_secret_value())
-        if self.db_conn_uri is not None:
-            password = _password_in_uri(self.db_conn_uri.get_secret_value())
+        uris = [self.db_conn_uri.get_secret_value() if self.db_conn_uri else None]
+        uris += [self.memgraph_uri, self.llm_api_base]  # e.g. a gateway at https://user:pw@host/v1
+        for uri in uris:
+            password = _password_in_uri(uri) if uri else None
             if password:
                 found.append(password)
         return found

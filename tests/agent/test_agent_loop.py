@@ -326,3 +326,24 @@ def test_the_library_trace_masks_secrets_a_model_echoes(
     assert secret not in json.dumps(data)
     assert data["answer"] == "The key is ***."
     assert data["trace"]["tool_calls"][0]["arguments"]["query"] == "MATCH (p:Person {name: '***'}) RETURN p"
+
+
+def test_a_password_in_the_llm_api_base_never_reaches_the_output(
+    settings: Settings, graph: GraphStore, kb: DataModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vedana.config import reset_settings
+    from vedana.errors import LLMError
+    from vedana.redaction import redact
+
+    api_base = "http://gateway:pw-0123456789@127.0.0.1:1/v1"  # nothing listens on port 1
+    monkeypatch.setenv("VEDANA_LLM_API_BASE", api_base)
+    reset_settings()  # redaction reads the configured settings
+    try:
+        configured = settings.model_copy(update={"model": "openai/x", "llm_api_base": api_base})
+        with pytest.raises(LLMError) as failed:
+            ask(configured, "q", use_filter=False, graph=graph)
+        assert "pw-0123456789" in str(failed.value)  # the library message names the server...
+        assert "pw-0123456789" not in redact(str(failed.value))  # ...and every output masks it
+    finally:
+        monkeypatch.delenv("VEDANA_LLM_API_BASE")
+        reset_settings()
