@@ -172,6 +172,7 @@ def test_real_memgraph_round_trip() -> None:
         names = graph.query(f"MATCH (p:{label}) RETURN DISTINCT p.name AS name").rows
         assert {"name": "changed"} not in names
         assert graph.query("SHOW INDEX INFO", read_only=True).columns
+        assert graph.query(f"EXPLAIN MATCH (p:{label}) RETURN p", read_only=True).rows
     finally:
         graph.query(f"MATCH (n:{label}) DETACH DELETE n")
         graph.query(f"DROP INDEX ON :{label}(id)")

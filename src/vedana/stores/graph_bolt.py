@@ -8,7 +8,8 @@ that ignore it fall back to their own query timeout).
 read-only mode: memgraph/memgraph#2777). So a read-only query also runs in an explicit
 transaction that is always rolled back: a data change that got past the Cypher guard is undone,
 and Memgraph refuses index, constraint and admin statements inside such a transaction. `SHOW ...`
-queries, which only read and which Memgraph runs in auto-commit only, are the exception.
+and `EXPLAIN ...`, which never change anything and which Memgraph runs in auto-commit only, are
+the exception.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ _COUNTERS = {
     "indexes_added": "indices_created",
 }
 _TRAILING_NUMBER = re.compile(r"(\d+)$")
-_SHOW = re.compile(r"\s*SHOW\b", re.IGNORECASE)
+_AUTO_COMMIT_ONLY = re.compile(r"\s*(SHOW|EXPLAIN)\b", re.IGNORECASE)
 CLEAR_BATCH = 10_000
 
 
@@ -73,7 +74,7 @@ class BoltGraph(GraphStore):
         if row_limit is not None:
             session_options["fetch_size"] = max(1, min(row_limit + 1, 1000))
         with self._errors(), self._driver.session(**session_options) as session:
-            if read_only and not _SHOW.match(cypher):
+            if read_only and not _AUTO_COMMIT_ONLY.match(cypher):
                 with session.begin_transaction(timeout=timeout_s) as tx:
                     try:
                         columns, rows, truncated, counters = _read(tx.run(cypher, params or {}), row_limit)
