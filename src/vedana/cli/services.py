@@ -10,7 +10,10 @@ import typer
 
 app = typer.Typer(
     help="The embedded Postgres (+pgvector) and FalkorDB processes under VEDANA_HOME.\n\n"
-    "They start on first need by any command and keep running between commands.",
+    "They start on first need by any command and keep running between commands.\n\n"
+    "Examples:\n\n"
+    "    vedana services status\n\n"
+    "    VEDANA_HOME=.vedana-demo vedana services stop",
     no_args_is_help=True,
 )
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from vedana.errors import CypherError, ServiceError
+from vedana.errors import ConfigError, CypherError, ServiceError
 from vedana.redaction import redact
 from vedana.stores.graph import GraphStore, QueryResult, batched
 
@@ -27,6 +27,7 @@ _COUNTERS = {
 }
 _TRAILING_NUMBER = re.compile(r"(\d+)$")
 CLEAR_BATCH = 10_000
+BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
 
 class BoltGraph(GraphStore):
@@ -36,7 +37,15 @@ class BoltGraph(GraphStore):
         from neo4j import GraphDatabase
         from neo4j.exceptions import DriverError, Neo4jError
 
-        self.uri = uri
+        from vedana.config import redact_uri
+
+        self.uri = redact_uri(uri)  # the form that may appear in messages
+        scheme = uri.partition("://")[0].lower() if "://" in uri else ""
+        if scheme not in BOLT_SCHEMES:
+            raise ConfigError(
+                f"MEMGRAPH_URI {self.uri!r} is not a Bolt URI; use bolt://host:7687 "
+                "(or bolt+s:// for TLS, neo4j:// for a cluster)"
+            )
         auth = (user or "", password or "") if user or password else None
         try:
             self._driver = GraphDatabase.driver(uri, auth=auth)
@@ -44,8 +53,11 @@ class BoltGraph(GraphStore):
             agent = self._driver.get_server_info().agent or ""
         except (DriverError, Neo4jError, ValueError) as exc:
             raise ServiceError(
-                f"cannot reach the graph at {uri} ({_one_line(str(exc))}); check MEMGRAPH_URI, "
-                "MEMGRAPH_USER and MEMGRAPH_PWD"
+                redact(
+                    f"cannot reach the graph at {self.uri} ({_one_line(str(exc))}); check MEMGRAPH_URI, "
+                    "MEMGRAPH_USER and MEMGRAPH_PWD",
+                    [*_uri_secrets(uri), *([password] if password else [])],
+                )
             ) from None
         self.server_agent = agent
         self.is_memgraph = agent.lower().startswith("memgraph")
@@ -201,6 +213,12 @@ def endpoint_id(element_id: str) -> int | str:
     Neo4j "4:<db>:12"; all end in the number `id(n)` returns."""
     match = _TRAILING_NUMBER.search(element_id)
     return int(match.group(1)) if match else element_id
+
+
+def _uri_secrets(uri: str) -> list[str]:
+    from vedana.config import uri_password_forms
+
+    return uri_password_forms(uri)
 
 
 def _one_line(message: str) -> str:
