@@ -88,3 +88,23 @@ def test_a_runaway_read_is_cut_by_the_server_and_reported_truncated(graph: Graph
     result = graph.query(f"UNWIND range(1, {RESULTSET_CEILING * 3}) AS i RETURN i", read_only=True)
     assert len(result.rows) == RESULTSET_CEILING
     assert result.truncated is True
+
+
+def test_reading_a_graph_never_written_gives_empty_results(vedana_home) -> None:
+    """Before the first `vedana index` the graph does not exist; FalkorDB refuses read-only
+    queries on it ("empty key"), which must not reach the user or the agent as an error."""
+    import uuid
+
+    from vedana.stores.graph_falkordb import FalkorGraph
+
+    name = f"never-written-{uuid.uuid4().hex[:8]}"
+    store = FalkorGraph.embedded(vedana_home, graph_name=name)
+    try:
+        assert store.query("MATCH (n) RETURN count(n) AS n", read_only=True).rows == [{"n": 0}]
+        assert store.query("RETURN 1 AS one", read_only=True).rows == [{"one": 1}]
+        with pytest.raises(CypherError):
+            store.query("CREATE (:Person {id: 'x'})", read_only=True)  # still read-only
+        assert store.query("MATCH (n) RETURN count(n) AS n").rows == [{"n": 0}]
+    finally:
+        store._db.connection.delete(name)
+        store.close()

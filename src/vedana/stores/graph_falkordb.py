@@ -20,6 +20,7 @@ from vedana.stores.embedded_falkordb import RESULTSET_CEILING
 from vedana.stores.graph import GraphStore, QueryResult, batched
 
 DEFAULT_GRAPH_NAME = "vedana"
+_EMPTY_KEY = "empty key"  # FalkorDB's error for reading a graph that was never created
 _STATS = (
     "nodes_created",
     "nodes_deleted",
@@ -94,6 +95,11 @@ class FalkorGraph(GraphStore):
                 if attempt:
                     raise
             except redis.exceptions.ResponseError as exc:
+                if read_only and not attempt and _EMPTY_KEY in str(exc):
+                    # A read-only query cannot create the graph, and FalkorDB refuses to read a
+                    # graph that does not exist yet (nothing indexed): create it empty, read again.
+                    self._graph.query("RETURN 1")
+                    continue
                 raise CypherError(redact(f"FalkorDB: {_one_line(str(exc))}")) from None
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
                 raise ServiceError(
