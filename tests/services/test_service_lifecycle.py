@@ -115,6 +115,37 @@ def test_stale_pid_files_naming_an_unrelated_live_process_are_recovered(vedana_h
     assert falkordb_status(vedana_home)["pid"] not in (None, os.getpid())
 
 
+def test_pid_files_naming_a_server_of_another_home_leave_it_alone(fresh_home: Path, tmp_path: Path) -> None:
+    """After a reboot a stale pid may belong to the same kind of server of another
+    VEDANA_HOME: it must be neither taken for ours nor stopped."""
+    import shutil
+
+    others = []
+    for name in ("postgres", "redis-server"):
+        fake = tmp_path / name
+        shutil.copy("/bin/sleep", fake)
+        others.append(subprocess.Popen([str(fake), "60"], cwd=tmp_path))
+    try:
+        pgdata = data_dir(fresh_home)
+        pgdata.mkdir(parents=True)
+        pid = others[0].pid
+        (pgdata / "postmaster.pid").write_text(f"{pid}\n{pgdata}\n0\n5432\n{pgdata}\n\n0 0\nready\n")
+        (fresh_home / "falkordb").mkdir()
+        (fresh_home / "falkordb" / "redis.pid").write_text(f"{others[1].pid}\n")
+        assert postgres_status(fresh_home)["running"] is False
+        assert falkordb_status(fresh_home)["pid"] is None
+
+        assert _select_one(ensure_postgres(fresh_home)) == 1
+        ensure_falkordb(fresh_home)
+        assert postgres_status(fresh_home)["pid"] != others[0].pid
+        assert falkordb_status(fresh_home)["pid"] != others[1].pid
+        assert [p.poll() for p in others] == [None, None], "another home's server was signalled"
+    finally:
+        for proc in others:
+            proc.kill()
+            proc.wait()
+
+
 # Leaves a socket file nobody listens on, as a crashed server does.
 _BIND_AND_EXIT = (
     "import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); s.close()"
@@ -200,12 +231,12 @@ def test_a_postmaster_still_starting_is_waited_for_not_killed(
 
     from vedana.stores import embedded_postgres
 
-    fake = tmp_path / "postgres"  # a process named like the postmaster
+    fake = tmp_path / "postgres"  # a process named like the postmaster, in its data dir
     shutil.copy("/bin/sleep", fake)
-    postmaster = subprocess.Popen([str(fake), "60"])
+    pgdata = data_dir(fresh_home)
+    pgdata.mkdir(parents=True)
+    postmaster = subprocess.Popen([str(fake), "60"], cwd=pgdata)
     try:
-        pgdata = data_dir(fresh_home)
-        pgdata.mkdir(parents=True)
         (pgdata / "postmaster.pid").write_text(
             f"{postmaster.pid}\n{pgdata}\n0\n5432\n{pgdata}\n\n0 0\nstarting\n"
         )

@@ -72,7 +72,11 @@ def _wait_while_starting(pgdata: Path) -> _Postmaster | None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         info = _read_postmaster(pgdata)
-        if info is None or info.status not in ("starting", "") or not process_alive(info.pid, "postgres"):
+        if (
+            info is None
+            or info.status not in ("starting", "")
+            or not process_alive(info.pid, "postgres", pgdata)
+        ):
             return _running(pgdata)
         time.sleep(0.1)
     raise ServiceError(
@@ -88,7 +92,7 @@ def stop_postgres(home: Path) -> bool:
         return False
     with start_lock(pgdata.parent, "postgres"):
         info = _read_postmaster(pgdata)
-        stopped = info is not None and process_alive(info.pid, "postgres")
+        stopped = info is not None and process_alive(info.pid, "postgres", pgdata)
         _clear_stale(pgdata)
         remove_short_runtime_dir(pgdata.parent, "postgres")
     return stopped
@@ -98,7 +102,7 @@ def postgres_status(home: Path) -> dict[str, Any]:
     """What runs where: never starts anything."""
     pgdata = data_dir(home)
     info = _read_postmaster(pgdata)
-    alive = info is not None and process_alive(info.pid, "postgres")
+    alive = info is not None and process_alive(info.pid, "postgres", pgdata)
     running = _running(pgdata) if alive else None
     return {
         "service": "postgres",
@@ -141,7 +145,7 @@ def _running(pgdata: Path) -> _Postmaster | None:
     info = _read_postmaster(pgdata)
     if info is None or info.socket_dir is None or info.status != "ready":
         return None
-    if not process_alive(info.pid, "postgres"):
+    if not process_alive(info.pid, "postgres", pgdata):
         return None
     return info if socket_answers(info.socket_dir / SOCKET_NAME) else None
 
@@ -326,7 +330,7 @@ def _clear_stale(pgdata: Path) -> None:
     info = _read_postmaster(pgdata)
     if info is None:
         return
-    if process_alive(info.pid, "postgres"):
+    if process_alive(info.pid, "postgres", pgdata):
         try:
             _run_pg(
                 "pg_ctl",
