@@ -129,7 +129,7 @@ def ensure_schema(engine: Engine) -> None:
 
     with engine.begin() as conn:
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})")
-        conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
+        _ensure_pgvector(conn)
         tables.metadata.create_all(conn, checkfirst=True)
         applied = set(conn.execute(select(tables.schema_migrations.c.version)).scalars())
         for number, name, fn in sorted(MIGRATIONS, key=lambda m: m[0]):
@@ -137,3 +137,26 @@ def ensure_schema(engine: Engine) -> None:
                 continue
             fn(conn)
             conn.execute(tables.schema_migrations.insert().values(version=number, name=name))
+
+
+def _ensure_pgvector(conn: Connection) -> None:
+    """Create the pgvector extension if the database lacks it; a one-line `ServiceError` that
+    says who must do what when this user may not, or the server does not have pgvector."""
+    from sqlalchemy.exc import DBAPIError
+
+    if conn.exec_driver_sql("SELECT 1 FROM pg_extension WHERE extname = 'vector'").first():
+        return
+    try:
+        with conn.begin_nested():
+            conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
+    except DBAPIError as exc:
+        detail = str(exc.orig).splitlines()[0] if exc.orig else type(exc).__name__
+        if "permission denied" in detail:
+            raise ServiceError(
+                f"the database has no pgvector extension and this user may not create it ({detail}); "
+                "have a superuser run `CREATE EXTENSION vector;` in it once"
+            ) from None
+        raise ServiceError(
+            f"cannot enable pgvector in the database ({detail}); install pgvector on the Postgres server "
+            "(https://github.com/pgvector/pgvector) or leave DB_CONN_URI unset for the embedded Postgres"
+        ) from None
