@@ -56,7 +56,9 @@ def stderr_console() -> Any:
 def print_error(message: str) -> None:
     message = redact(message.strip().splitlines()[0] if message.strip() else message)
     if sys.stderr.isatty():
-        stderr_console().print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+        from rich.markup import escape  # the message may hold brackets: Cypher lists, "[/]"
+
+        stderr_console().print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
     else:
         sys.stderr.write(f"error: {message}\n")
 
@@ -64,7 +66,9 @@ def print_error(message: str) -> None:
 def print_warning(message: str) -> None:
     message = redact(message)
     if sys.stderr.isatty():
-        stderr_console().print(f"[yellow]warning:[/] {message}", highlight=False)
+        from rich.markup import escape
+
+        stderr_console().print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
     else:
         sys.stderr.write(f"warning: {message}\n")
 
