@@ -167,7 +167,9 @@ def plain_trace(trace: dict[str, Any]) -> str:
 
 
 def _print_rich_trace(trace: dict[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from vedana.cli.output import stderr_console
     from vedana.redaction import redact
@@ -179,9 +181,8 @@ def _print_rich_trace(trace: dict[str, Any]) -> None:
             "bold red" if line.startswith("FALLBACK") else ("yellow" if line.startswith("ignored") else "")
         )
         label = "[bold]filter[/]  " if i == 0 else "        "
-        console.print(
-            label + f"[{style}]{redact(line)}[/]" if style else label + redact(line), highlight=False
-        )
+        text = escape(redact(line))  # data, never markup: names may hold brackets
+        console.print(label + f"[{style}]{text}[/]" if style else label + text, highlight=False)
     tools = Table(show_edge=False, header_style="bold", expand=True)
     tools.add_column("#", justify="right")
     tools.add_column("round", justify="right")
@@ -191,12 +192,12 @@ def _print_rich_trace(trace: dict[str, Any]) -> None:
     tools.add_column("time", justify="right", no_wrap=True)
     for call in trace["tool_calls"]:
         result = tool_result(call)
-        tools.add_row(
+        tools.add_row(  # Cypher is full of brackets ("-[r:KNOWS]->"): Text, never markup
             str(call["index"] + 1),
             str(call["round"]),
-            call["name"],
-            redact(tool_arguments(call)),
-            f"[red]{redact(result)}[/]" if call.get("error") else redact(result),
+            Text(call["name"]),
+            Text(redact(tool_arguments(call))),
+            Text(redact(result), style="red" if call.get("error") else ""),
             _seconds(call["elapsed_s"]),
         )
     if trace["tool_calls"]:
@@ -205,8 +206,8 @@ def _print_rich_trace(trace: dict[str, Any]) -> None:
     for column in ("model", "calls", "prompt tokens", "completion tokens", "cost"):
         usage.add_column(column)
     for row in usage_rows(trace):
-        usage.add_row(*row)
+        usage.add_row(*(Text(value) for value in row))
     console.print(usage)
     if trace.get("prompts_overridden"):
-        console.print(f"prompts from the Prompts table: {', '.join(trace['prompts_overridden'])}")
-    console.print(f"[dim]{timing_line(trace)}[/]")
+        console.print(Text(f"prompts from the Prompts table: {', '.join(trace['prompts_overridden'])}"))
+    console.print(Text(timing_line(trace), style="dim"))

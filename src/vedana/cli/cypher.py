@@ -79,15 +79,16 @@ def _props(properties: dict[str, Any]) -> str:
 
 def _print_table(columns: list[str], rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     from vedana.cli.output import stdout_console
     from vedana.redaction import redact
 
     table = Table(header_style="bold", show_edge=False)
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(Text(column), overflow="fold")
     for row in rows:
-        table.add_row(*(redact(cell(row.get(c))) for c in columns))
+        table.add_row(*(Text(redact(cell(row.get(c)))) for c in columns))  # data, never markup
     stdout_console().print(table)
 
 
