@@ -1,8 +1,8 @@
 """Keep secrets out of everything vedana prints, logs or traces.
 
 The set of secrets is every configured secret setting plus any environment variable whose
-name says it holds one (`*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*_PWD`), so keys that
-litellm reads on its own (OPENAI_API_KEY, ...) are covered too.
+name says it holds one (`*_API_KEY`, `*_ACCESS_KEY`, `*_TOKEN`, `*SECRET*`, `*_PASSWORD`, `*_PWD`,
+`*_PASS`), so keys that litellm reads on its own (OPENAI_API_KEY, ...) are covered too.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import os
 import re
 from collections.abc import Iterable
 
-_SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|_PWD)$", re.IGNORECASE)
+# Names that end like a credential, or mention SECRET anywhere (AWS_SECRET_ACCESS_KEY, which
+# litellm reads for Bedrock). Not every *_KEY: SORT_KEY=name would then mask "name" everywhere.
+_SECRET_NAME = re.compile(r"(API_?KEY|ACCESS_?KEY|TOKEN|PASSWORD|PASSWD|_PWD|_PASS)$|SECRET", re.IGNORECASE)
 _MIN_SECRET_LEN = 4  # shorter values would redact ordinary words
 MASK = "***"
 

@@ -42,9 +42,17 @@ def test_password_in_db_uri_is_a_secret(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_secret_named_environment_variables_are_redacted() -> None:
-    env = {"OPENAI_API_KEY": "sk-abcdef", "MY_TOKEN": "tok-98765", "PATH": "/usr/bin", "SHORT_KEY": "ab"}
+    env = {
+        "OPENAI_API_KEY": "sk-abcdef",
+        "MY_TOKEN": "tok-98765",
+        "AWS_SECRET_ACCESS_KEY": "aws-secret-1",
+        "DB_PASS": "db-pass-2",
+        "PATH": "/usr/bin",
+        "SORT_KEY": "name",
+        "SHORT_API_KEY": "ab",
+    }
     found = secrets_from_environment(env)
-    assert set(found) == {"sk-abcdef", "tok-98765"}
+    assert set(found) == {"sk-abcdef", "tok-98765", "aws-secret-1", "db-pass-2"}
     assert redact("key=sk-abcdef and tok-98765", found) == "key=*** and ***"
 
 
