@@ -35,8 +35,11 @@ def known_secrets() -> list[str]:
 
 
 def redact(text: str, secrets: Iterable[str] | None = None) -> str:
-    for secret in known_secrets() if secrets is None else secrets:
-        if secret and secret in text:
+    given = known_secrets() if secrets is None else sorted(secrets, key=len, reverse=True)
+    for secret in given:
+        # Longest first, so a secret containing another is masked whole; very short values
+        # (a 1-character password) would garble every message and are left alone.
+        if len(secret) >= _MIN_SECRET_LEN and secret in text:
             text = text.replace(secret, MASK)
     return text
 

@@ -54,6 +54,8 @@ def test_secret_named_environment_variables_are_redacted() -> None:
     found = secrets_from_environment(env)
     assert set(found) == {"sk-abcdef", "tok-98765", "aws-secret-1", "db-pass-2"}
     assert redact("key=sk-abcdef and tok-98765", found) == "key=*** and ***"
+    assert redact("a short one: ab", ["ab", "sk-abc", "sk-abcdef"]) == "a short one: ab"
+    assert redact("sk-abcdef", ["sk-abc", "sk-abcdef"]) == "***"  # the longer one first
 
 
 def test_logging_filter_masks_secrets(
