@@ -33,5 +33,9 @@ format: install
 bench: install
 	$(BIN)/python -m vedana.bench
 
+# The embedded servers outlive every command: stop them before their data dirs go.
 clean:
+	-for home in .vedana .vedana-demo; do \
+		if [ -d $$home ] && [ -x $(BIN)/vedana ]; then VEDANA_HOME=$$home $(BIN)/vedana services stop; fi; \
+	done
 	rm -rf .vedana .vedana-demo .pytest_cache build dist src/*.egg-info

@@ -45,15 +45,21 @@ def homes_root() -> Iterator[Path]:
 
 @pytest.fixture(scope="session", autouse=True)
 def vedana_home(homes_root: Path) -> Iterator[Path]:
-    """The session's VEDANA_HOME (also exported, so `get_settings()` and subprocesses use it)."""
+    """The session's VEDANA_HOME (also exported, so `get_settings()` and subprocesses use it),
+    with the session running in an empty working directory."""
     home = homes_root / "home"
     previous = os.environ.get("VEDANA_HOME")
+    previous_cwd = os.getcwd()
     os.environ["VEDANA_HOME"] = str(home)
+    # Settings and the CLI read `.env` in the working directory: a developer's own `.env` (with a
+    # real DB_CONN_URI or keys) must not reach the tests, so they run from an empty directory.
+    os.chdir(homes_root)
     _reset_caches()
     try:
         yield home
     finally:
         _reset_caches()
+        os.chdir(previous_cwd)
         # Explicitly: servers are detached and would otherwise outlive the session.
         _stop_services(home)
         if previous is None:

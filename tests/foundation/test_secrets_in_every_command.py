@@ -102,3 +102,29 @@ def test_a_failed_connection_does_not_print_the_database_password(tmp_path: Path
     assert out.returncode == 1
     assert "cannot connect to Postgres" in out.stderr
     _assert_clean(out.stdout + out.stderr, "vedana runs with a bad DB_CONN_URI")
+
+
+GRAPH_PASSWORD = "graph-pass-1f2e3d4c5b"
+
+
+@pytest.mark.parametrize(
+    ("args", "settings"),
+    [
+        # The driver refuses credentials in a bolt:// URI and echoes the URI in its error.
+        (("cypher", "RETURN 1"), {"MEMGRAPH_URI": f"bolt://neo:{GRAPH_PASSWORD}@127.0.0.1:9"}),
+        (("cypher", "RETURN 1"), {"MEMGRAPH_URI": "bolt://127.0.0.1:9", "MEMGRAPH_USER": "neo",
+                                  "MEMGRAPH_PWD": GRAPH_PASSWORD}),
+        # An unescaped "@" in the password: whatever a parser makes of it, no part may show.
+        (("runs",), {"DB_CONN_URI": f"postgresql://kb:{DB_PASSWORD}@x/y@127.0.0.1:9/kb"}),
+        (("runs",), {"DB_CONN_URI": f"postgresql://kb:{DB_PASSWORD}@127.0.0.1:port/kb"}),
+    ],
+)  # fmt: skip
+def test_failed_graph_and_database_connections_print_no_password(
+    tmp_path: Path, args: tuple[str, ...], settings: dict[str, str]
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("API_KEY")}
+    env.update(VEDANA_HOME=str(tmp_path / "home"), **settings)
+    out = _vedana(env, tmp_path, *args)  # with --debug: the traceback is printed too
+    assert out.returncode in (1, 2) and "Traceback" in out.stderr, out.stderr
+    for secret in (GRAPH_PASSWORD, DB_PASSWORD, "x/y@127"):
+        assert secret not in out.stdout + out.stderr

@@ -7,15 +7,16 @@ from __future__ import annotations
 import os
 import random
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from vedana.errors import CypherError, ServiceError
+from vedana.errors import ConfigError, CypherError, ServiceError
 from vedana.stores.embedded_falkordb import ensure_falkordb, stop_falkordb
-from vedana.stores.graph_bolt import BoltGraph, endpoint_id
+from vedana.stores.graph_bolt import BoltGraph, endpoint_id, is_memgraph_agent, to_plain
 from vedana.stores.graph_falkordb import FalkorGraph
 
 BOLT_GRAPH_NAME = "falkordb"  # the graph FalkorDB's Bolt listener works on
@@ -140,9 +141,46 @@ def test_bolt_errors_and_index(bolt_graph: BoltGraph) -> None:
     assert rows == [{"label": "Person", "properties": ["id"]}]
 
 
+def test_clear_deletes_everything_in_slices(bolt_graph: BoltGraph) -> None:
+    _load(bolt_graph, "Person")
+    bolt_graph.clear(batch_size=2)  # three slices and a last, empty one
+    assert bolt_graph.counts() == {"nodes": {}, "edges": {}}
+
+
 def test_unreachable_bolt_server_is_a_service_error() -> None:
     with pytest.raises(ServiceError, match="MEMGRAPH_URI"):
         BoltGraph("bolt://127.0.0.1:1")
+
+
+def test_a_uri_that_is_not_bolt_is_a_config_error_without_its_password() -> None:
+    with pytest.raises(ConfigError, match="not a Bolt URI") as raised:
+        BoltGraph("http://neo:secret-pw@127.0.0.1:7474")
+    assert "secret-pw" not in str(raised.value)
+
+
+def test_memgraph_is_recognised_by_the_name_it_gives_over_bolt() -> None:
+    assert is_memgraph_agent("Neo4j/v5.11.0 compatible graph database server - Memgraph")
+    assert is_memgraph_agent("Neo4j/v5.11.0 compatible graph database server - memgraph")
+    assert not is_memgraph_agent("Neo4j/5.13.0")  # FalkorDB's Bolt listener
+
+
+def test_driver_values_become_plain_python() -> None:
+    """Temporal, spatial and byte values as Memgraph sends them (FalkorDB's Bolt listener crashes
+    on temporal values, so these are built directly)."""
+    import datetime as dt
+
+    from neo4j.spatial import CartesianPoint, WGS84Point
+    from neo4j.time import Date, DateTime, Duration, Time
+
+    assert to_plain(Date(2024, 2, 29)) == dt.date(2024, 2, 29)
+    assert to_plain(DateTime(2024, 2, 29, 13, 5, 7)) == dt.datetime(2024, 2, 29, 13, 5, 7)
+    assert to_plain(Time(13, 5, 7)) == dt.time(13, 5, 7)
+    assert to_plain([Duration(days=1, hours=2)]) == ["P1DT2H"]
+    assert to_plain(WGS84Point((2.5, 48.9))) == {"longitude": 2.5, "latitude": 48.9}
+    assert to_plain(WGS84Point((2.5, 48.9, 35.0))) == {"longitude": 2.5, "latitude": 48.9, "height": 35.0}
+    assert to_plain({"p": CartesianPoint((1.0, 2.0))}) == {"p": {"x": 1.0, "y": 2.0}}
+    assert to_plain(CartesianPoint((1.0, 2.0, 3.0))) == {"x": 1.0, "y": 2.0, "z": 3.0}
+    assert to_plain(bytearray(b"abc")) == "abc"
 
 
 def test_element_ids_become_engine_ids() -> None:
@@ -152,17 +190,38 @@ def test_element_ids_become_engine_ids() -> None:
 @pytest.mark.memgraph
 @pytest.mark.skipif(not os.environ.get("MEMGRAPH_URI"), reason="needs a real Memgraph at MEMGRAPH_URI")
 def test_real_memgraph_round_trip() -> None:
+    """On a real Memgraph: dialect detection, idempotent index creation (`SHOW INDEX INFO`),
+    batched loads at the production batch size, streaming with a row cap, a read-only session,
+    the transaction timeout, and driver values (temporal, path) as plain Python. Touches only
+    nodes with its own random label; never calls `clear()`, which would empty the database."""
+    import datetime as dt
+
     graph = BoltGraph(
         os.environ["MEMGRAPH_URI"], os.environ.get("MEMGRAPH_USER"), os.environ.get("MEMGRAPH_PWD")
     )
-    label = f"VedanaTest_{uuid.uuid4().hex[:8]}"  # never touches anything but its own nodes
+    label = f"VedanaTest_{uuid.uuid4().hex[:8]}"
     try:
-        assert graph.is_memgraph
+        assert graph.is_memgraph, f"not recognised as Memgraph: {graph.server_agent!r}"
         graph.ensure_index(label)
         graph.ensure_index(label)
+        indexes = [r for r in graph.query("SHOW INDEX INFO").rows if r.get("label") == label]
+        assert len(indexes) == 1
+
+        # The loader's batch size; Memgraph has no message-size limit like FalkorDB's Bolt port.
+        rows = [{"id": f"p{i}", "name": f"name {i}"} for i in range(2500)]
+        cypher = f"UNWIND $rows AS row MERGE (p:{label} {{id: row.id}}) SET p.name = row.name"
+        assert graph.write_batches(cypher, rows, 1000) == 2500
+        assert graph.write_batches(cypher, rows[:10], 1000) == 10  # MERGE: no duplicates
         _load(graph, label)
-        [row] = graph.query(f"MATCH (a:{label} {{id: 'p0'}})-[k:KNOWS]->(b) RETURN a, k, id(a) AS a_id").rows
-        assert row["a"]["properties"] == {"id": "p0", "name": "name 0"} and row["k"]["start"] == row["a_id"]
+        [row] = graph.query(
+            f"MATCH path = (a:{label} {{id: 'p0'}})-[k:KNOWS]->(b) "
+            "RETURN a, k, id(a) AS a_id, path, date('2024-02-29') AS day"
+        ).rows
+        assert row["a"] == {"labels": [label], "properties": {"id": "p0", "name": "name 0"}}
+        assert row["k"]["start"] == row["a_id"] and row["k"]["type"] == "KNOWS"
+        assert [n["properties"]["id"] for n in row["path"]["nodes"]] == ["p0", "p1"]
+        assert row["day"] == dt.date(2024, 2, 29)
+
         result = graph.query(f"MATCH (p:{label}) RETURN p.id AS id", read_only=True, row_limit=3)
         assert len(result.rows) == 3 and result.truncated
         # Memgraph ignores the READ access mode; the rolled-back transaction is the engine fence.
@@ -173,6 +232,19 @@ def test_real_memgraph_round_trip() -> None:
         assert {"name": "changed"} not in names
         assert graph.query("SHOW INDEX INFO", read_only=True).columns
         assert graph.query(f"EXPLAIN MATCH (p:{label}) RETURN p", read_only=True).rows
+        assert graph.query(f"MATCH (p:{label}) RETURN count(p) AS n", read_only=True).rows == [{"n": 2500}]
+
+        # Bolt tx_timeout: a query far longer than the timeout (10^10 rows, little memory) is
+        # stopped by the server ("Transaction was asked to abort because of transaction timeout").
+        started = time.monotonic()
+        with pytest.raises(CypherError, match=r"(?i)timeout"):
+            graph.query(
+                "UNWIND range(1, 100000) AS i UNWIND range(1, 100000) AS j "
+                "WITH i, j WHERE i + j < 0 RETURN count(*) AS n",
+                read_only=True,
+                timeout_s=0.5,
+            )
+        assert time.monotonic() - started < 30
     finally:
         graph.query(f"MATCH (n:{label}) DETACH DELETE n")
         graph.query(f"DROP INDEX ON :{label}(id)")

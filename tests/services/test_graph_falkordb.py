@@ -88,3 +88,56 @@ def test_a_runaway_read_is_cut_by_the_server_and_reported_truncated(graph: Graph
     result = graph.query(f"UNWIND range(1, {RESULTSET_CEILING * 3}) AS i RETURN i", read_only=True)
     assert len(result.rows) == RESULTSET_CEILING
     assert result.truncated is True
+
+
+def test_reading_a_graph_never_written_gives_empty_results(vedana_home) -> None:
+    """Before the first `vedana index` the graph does not exist; FalkorDB refuses read-only
+    queries on it ("empty key"), which must not reach the user or the agent as an error."""
+    import uuid
+
+    from vedana.stores.graph_falkordb import FalkorGraph
+
+    name = f"never-written-{uuid.uuid4().hex[:8]}"
+    store = FalkorGraph.embedded(vedana_home, graph_name=name)
+    try:
+        assert store.query("MATCH (n) RETURN count(n) AS n", read_only=True).rows == [{"n": 0}]
+        assert store.query("RETURN 1 AS one", read_only=True).rows == [{"one": 1}]
+        with pytest.raises(CypherError):
+            store.query("CREATE (:Person {id: 'x'})", read_only=True)  # still read-only
+        assert store.query("MATCH (n) RETURN count(n) AS n").rows == [{"n": 0}]
+    finally:
+        store._db.connection.delete(name)
+        store.close()
+
+
+def test_persist_waits_out_a_snapshot_already_running(graph) -> None:
+    """The server snapshots by itself every minute with changes; persist() called meanwhile
+    must wait for it, then save its own writes and return only once that save is on disk
+    (Redis counts a snapshot in rdb_saves when it starts, not when it ends)."""
+    conn = graph._db.connection
+    conn.config_set("rdb-key-save-delay", 300_000)  # µs per key: each snapshot takes a while
+    try:
+        graph.query("CREATE (:Person {id: 'before'})")
+        conn.execute_command("BGSAVE")
+        graph.query("CREATE (:Person {id: 'after'})")  # not in the running snapshot
+        running = conn.info("persistence")
+        assert running["rdb_bgsave_in_progress"]
+        graph.persist()
+        info = conn.info("persistence")
+        assert not info["rdb_bgsave_in_progress"], "persist() returned before its snapshot was written"
+        assert info["rdb_saves"] == running["rdb_saves"] + 1  # one more, after the running one
+        assert info["rdb_changes_since_last_save"] == 0 and info["rdb_last_bgsave_status"] == "ok"
+    finally:
+        conn.config_set("rdb-key-save-delay", 0)
+
+
+def test_persist_returns_only_once_the_snapshot_is_on_disk(graph) -> None:
+    conn = graph._db.connection
+    conn.config_set("rdb-key-save-delay", 300_000)
+    try:
+        graph.query("CREATE (:Person {id: 'x'})")
+        graph.persist()
+        info = conn.info("persistence")
+        assert not info["rdb_bgsave_in_progress"] and info["rdb_changes_since_last_save"] == 0
+    finally:
+        conn.config_set("rdb-key-save-delay", 0)

@@ -30,3 +30,40 @@ def test_pgvector_with_hnsw_index(pg_engine) -> None:
         )
         assert nearest == [1, 3]
         conn.exec_driver_sql("DROP TABLE services_vec_probe")
+
+
+def test_a_user_who_may_not_create_pgvector_is_told_who_must(pg_engine, settings) -> None:
+    """An external database (DB_CONN_URI) whose user is not a superuser: a one-line error until
+    an administrator creates the extension, then the tool creates its schema by itself."""
+    import pytest
+    import sqlalchemy as sa
+
+    from vedana.config import Settings
+    from vedana.errors import ServiceError
+    from vedana.stores.postgres import dispose_engines, get_engine
+
+    admin = sa.create_engine(pg_engine.url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql("DROP DATABASE IF EXISTS kb_limited")
+        conn.exec_driver_sql("DROP ROLE IF EXISTS kb_limited")
+        conn.exec_driver_sql("CREATE ROLE kb_limited LOGIN")
+        conn.exec_driver_sql("CREATE DATABASE kb_limited OWNER kb_limited")
+    url = pg_engine.url.set(username="kb_limited", database="kb_limited")
+    limited = Settings(_env_file=None, vedana_home=settings.vedana_home,
+                       db_conn_uri=url.render_as_string(hide_password=False))  # fmt: skip
+    try:
+        with pytest.raises(ServiceError, match="have a superuser run `CREATE EXTENSION vector;`"):
+            get_engine(limited)
+        superuser_there = sa.create_engine(pg_engine.url.set(database="kb_limited"))
+        with superuser_there.begin() as conn:
+            conn.exec_driver_sql("CREATE EXTENSION vector")
+        superuser_there.dispose()
+        engine = get_engine(limited)
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("SELECT count(*) FROM schema_migrations").scalar() >= 1
+    finally:
+        dispose_engines()
+        with admin.connect() as conn:
+            conn.exec_driver_sql("DROP DATABASE IF EXISTS kb_limited WITH (FORCE)")
+            conn.exec_driver_sql("DROP ROLE IF EXISTS kb_limited")
+        admin.dispose()

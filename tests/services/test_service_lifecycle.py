@@ -115,6 +115,37 @@ def test_stale_pid_files_naming_an_unrelated_live_process_are_recovered(vedana_h
     assert falkordb_status(vedana_home)["pid"] not in (None, os.getpid())
 
 
+def test_pid_files_naming_a_server_of_another_home_leave_it_alone(fresh_home: Path, tmp_path: Path) -> None:
+    """After a reboot a stale pid may belong to the same kind of server of another
+    VEDANA_HOME: it must be neither taken for ours nor stopped."""
+    import shutil
+
+    others = []
+    for name in ("postgres", "redis-server"):
+        fake = tmp_path / name
+        shutil.copy("/bin/sleep", fake)
+        others.append(subprocess.Popen([str(fake), "60"], cwd=tmp_path))
+    try:
+        pgdata = data_dir(fresh_home)
+        pgdata.mkdir(parents=True)
+        pid = others[0].pid
+        (pgdata / "postmaster.pid").write_text(f"{pid}\n{pgdata}\n0\n5432\n{pgdata}\n\n0 0\nready\n")
+        (fresh_home / "falkordb").mkdir()
+        (fresh_home / "falkordb" / "redis.pid").write_text(f"{others[1].pid}\n")
+        assert postgres_status(fresh_home)["running"] is False
+        assert falkordb_status(fresh_home)["pid"] is None
+
+        assert _select_one(ensure_postgres(fresh_home)) == 1
+        ensure_falkordb(fresh_home)
+        assert postgres_status(fresh_home)["pid"] != others[0].pid
+        assert falkordb_status(fresh_home)["pid"] != others[1].pid
+        assert [p.poll() for p in others] == [None, None], "another home's server was signalled"
+    finally:
+        for proc in others:
+            proc.kill()
+            proc.wait()
+
+
 # Leaves a socket file nobody listens on, as a crashed server does.
 _BIND_AND_EXIT = (
     "import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); s.close()"
@@ -155,6 +186,67 @@ def test_concurrent_first_starts_in_a_long_home_start_one_server_each(fresh_home
         stop_postgres(home)
     assert postgres_status(home)["running"] is False and falkordb_status(home)["running"] is False
     assert not Path(sock).parent.exists()  # the short socket dir under /tmp is tidied away
+
+
+def test_a_first_start_killed_during_initdb_initialises_again(fresh_home: Path) -> None:
+    """kill -9 of the whole process group (vedana and its initdb) halfway through the first
+    start: the next command must get a complete cluster, not a data dir without databases."""
+    starter = subprocess.Popen(
+        [sys.executable, "-c", _START_POSTGRES, str(fresh_home)], start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not _initdb_running(fresh_home):
+            time.sleep(0.005)
+        time.sleep(0.2)  # into the bootstrap, with some files written
+        os.killpg(starter.pid, signal.SIGKILL)
+    finally:
+        starter.wait(10)
+    assert not (data_dir(fresh_home) / "PG_VERSION").exists(), "initdb is not done in a side directory"
+
+    url = ensure_postgres(fresh_home)
+    assert _select_one(url) == 1  # the "postgres" database exists
+    assert not (fresh_home / "postgres.initdb").exists()
+
+
+_START_POSTGRES = (
+    "import sys; from pathlib import Path; from vedana.stores.embedded_postgres import ensure_postgres; "
+    "ensure_postgres(Path(sys.argv[1]))"
+)
+
+
+def _initdb_running(home: Path) -> bool:
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        if proc.info["name"] == "initdb" and str(home) in " ".join(proc.info["cmdline"] or []):
+            return True
+    return False
+
+
+def test_a_postmaster_still_starting_is_waited_for_not_killed(
+    fresh_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A postmaster in long crash recovery ("starting" in postmaster.pid) outlives the start
+    timeout of whoever launched it; the next command must not kill it and begin again."""
+    import shutil
+
+    from vedana.stores import embedded_postgres
+
+    fake = tmp_path / "postgres"  # a process named like the postmaster, in its data dir
+    shutil.copy("/bin/sleep", fake)
+    pgdata = data_dir(fresh_home)
+    pgdata.mkdir(parents=True)
+    postmaster = subprocess.Popen([str(fake), "60"], cwd=pgdata)
+    try:
+        (pgdata / "postmaster.pid").write_text(
+            f"{postmaster.pid}\n{pgdata}\n0\n5432\n{pgdata}\n\n0 0\nstarting\n"
+        )
+        monkeypatch.setattr(embedded_postgres, "START_TIMEOUT_S", 0.5)
+        with pytest.raises(ServiceError, match="still starting"):
+            ensure_postgres(fresh_home)
+        assert postmaster.poll() is None, "a starting postmaster was killed"
+    finally:
+        postmaster.kill()
+        postmaster.wait()
 
 
 @pytest.mark.parametrize("ensure", [ensure_postgres, ensure_falkordb])

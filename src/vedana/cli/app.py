@@ -16,7 +16,12 @@ from vedana.errors import VedanaError
 app = typer.Typer(
     name="vedana",
     help="Build a knowledge base from Grist and ask it questions.\n\n"
-    'Typical use: `vedana sync` → `vedana index` → `vedana ask "question"`.',
+    'Typical use: `vedana sync` → `vedana index` → `vedana ask "question"`.\n\n'
+    "Examples:\n\n"
+    "    vedana sync --data-model samples/people/model --data samples/people/data\n\n"
+    "    vedana index\n\n"
+    '    vedana ask "Who is interested in koalas?"\n\n'
+    "    vedana --home /srv/kb --debug services status",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -43,8 +48,9 @@ def root(
     ] = False,
 ) -> None:
     from vedana.cli.output import configure_logging
-    from vedana.config import override_settings
+    from vedana.config import export_dotenv, override_settings
 
+    export_dotenv()
     if debug:
         os.environ["VEDANA_DEBUG"] = "1"
     override_settings(vedana_home=home, debug=debug or None)
@@ -68,22 +74,37 @@ def _debug_enabled() -> bool:
 
 def main() -> None:
     """Console-script entry point: user errors print one red line; bugs show a traceback only
-    with --debug."""
+    with --debug. Either way the exit code is the error's (1, or 2 for configuration errors)."""
     try:
         app()
     except VedanaError as exc:
         from vedana.cli.output import print_error
 
         if _debug_enabled():
-            raise
-        print_error(str(exc))
+            _print_traceback()
+        else:
+            print_error(str(exc))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
-        if _debug_enabled() or os.environ.get("VEDANA_RAISE_ERRORS"):
+        if os.environ.get("VEDANA_RAISE_ERRORS"):
             raise
+        if _debug_enabled():
+            _print_traceback()
+            sys.exit(1)
         from vedana.cli.output import print_error
 
         print_error(f"unexpected error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
         sys.exit(1)
+
+
+def _print_traceback() -> None:
+    """The current exception's traceback on stderr, secrets masked: drivers put URLs and
+    credentials in their messages, and --debug output gets pasted into bug reports."""
+    import traceback
+
+    from vedana.redaction import redact
+
+    sys.stderr.write(redact(traceback.format_exc()))
+    sys.stderr.flush()

@@ -117,7 +117,9 @@ def plain_lines(report: CheckReport, *, quiet: bool = False) -> list[str]:
 
 
 def _print_rich(report: CheckReport, *, quiet: bool) -> None:
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from vedana.cli.output import stdout_console
 
@@ -126,18 +128,19 @@ def _print_rich(report: CheckReport, *, quiet: bool) -> None:
     if not quiet:
         for name, section in report.sections.items():
             status = section.status()
-            reason = f" — {section.skipped}" if section.skipped else ""
+            reason = f" — {escape(section.skipped)}" if section.skipped else ""
             console.print(f"[bold]{name}[/]: [{colours[status]}]{status}[/]{reason}", markup=True)
             for item in section.details.get("checks", []):
                 mark = "[green]✓[/]" if item["ok"] else "[red]✗[/]"
-                console.print(f"  {mark} {item['name']}: {item['detail']}", markup=True, highlight=False)
+                detail = f"{escape(str(item['name']))}: {escape(str(item['detail']))}"
+                console.print(f"  {mark} {detail}", markup=True, highlight=False)
     if report.problems:
         table = Table(header_style="bold", show_lines=False)
         for column in ("severity", "code", "where", "problem"):
             table.add_column(column, overflow="fold")
         for p in report.problems:
             colour = "red" if p.severity == "error" else "yellow"
-            table.add_row(f"[{colour}]{p.severity}[/]", p.code, p.location(), p.message)
+            table.add_row(f"[{colour}]{p.severity}[/]", Text(p.code), Text(p.location()), Text(p.message))
         console.print(table)
     colour = "green" if report.ok else "red"
-    console.print(f"[{colour}]{_verdict(report)}[/]", markup=True)
+    console.print(Text(_verdict(report), style=colour))

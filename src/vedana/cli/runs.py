@@ -145,7 +145,9 @@ def plain_lines(result: dict[str, Any]) -> list[str]:
 
 
 def _print_rich(result: dict[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from vedana.cli.output import stdout_console
 
@@ -166,7 +168,7 @@ def _print_rich(result: dict[str, Any]) -> None:
         status = f"[{colours.get(row['status'], 'white')}]{row['status']}[/]"
         detail = row["error"] if row["error"] else _counts_text(row)
         start = (row["started_at"] or "")[:19].replace("T", " ")
-        table.add_row(str(row["id"]), start, row["kind"], status, seconds, detail)
+        table.add_row(str(row["id"]), start, row["kind"], status, seconds, Text(detail))  # data, never markup
     console.print(table)
 
     kb = result["knowledge_base"]
@@ -174,12 +176,12 @@ def _print_rich(result: dict[str, Any]) -> None:
     for column in ("", "type", "staging", "graph", "vectors"):
         holdings.add_column(column, justify="right" if column in ("staging", "graph") else "left")
     for row in _per_type(kb):
-        holdings.add_row(*row)
+        holdings.add_row(*(Text(value) for value in row))
     console.print(holdings)
     state = "up to date" if kb["up_to_date"] else "[yellow]index behind staging: run `vedana index`[/]"
     console.print(f"staging version {kb['staging']['version']}, {state}", markup=True)
     for label, key in (("last sync", "last_sync"), ("last index", "last_index"), ("last run", "last_run")):
-        console.print(f"{label}: {_when(kb[key])}", highlight=False)
-    console.print(f"embedding model: {_model_text(kb)}", highlight=False)
+        console.print(Text(f"{label}: {_when(kb[key])}"), highlight=False)
+    console.print(Text(f"embedding model: {_model_text(kb)}"), highlight=False)
     if "error" in kb["graph"]:
-        console.print(f"[yellow]graph unavailable:[/] {kb['graph']['error']}", markup=True)
+        console.print(f"[yellow]graph unavailable:[/] {escape(kb['graph']['error'])}", markup=True)

@@ -10,7 +10,10 @@ import typer
 
 app = typer.Typer(
     help="The embedded Postgres (+pgvector) and FalkorDB processes under VEDANA_HOME.\n\n"
-    "They start on first need by any command and keep running between commands.",
+    "They start on first need by any command and keep running between commands.\n\n"
+    "Examples:\n\n"
+    "    vedana services status\n\n"
+    "    VEDANA_HOME=.vedana-demo vedana services stop",
     no_args_is_help=True,
 )
 
@@ -102,14 +105,15 @@ def _print_status(report: dict[str, Any]) -> None:
     rows = [_status_row(report[name]) for name in ("postgres", "falkordb")]
     if sys.stdout.isatty():
         from rich.table import Table
+        from rich.text import Text
 
         from vedana.cli.output import stdout_console
 
-        table = Table(title=f"VEDANA_HOME {report['home']}", title_justify="left")
+        table = Table(title=Text(f"VEDANA_HOME {report['home']}"), title_justify="left")
         for column in ("service", "state", "pid", "version", "size", "socket", "data"):
             table.add_column(column)
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(Text(value) for value in row))  # paths are data, never markup
         stdout_console().print(table)
     else:
         typer.echo(f"home\t{report['home']}")

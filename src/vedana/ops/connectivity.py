@@ -227,7 +227,13 @@ def _probe_graph(services: Services) -> str:
     graph = services.graph()
     if graph is None:
         raise _Failed
-    where = "embedded" if services.settings.uses_embedded_graph else services.settings.memgraph_uri
+    from vedana.config import redact_uri
+
+    where = (
+        "embedded"
+        if services.settings.uses_embedded_graph
+        else redact_uri(services.settings.memgraph_uri or "")
+    )
     return f"{graph.engine} ({where}) answers"
 
 

@@ -22,7 +22,7 @@ def services_status(settings: Settings) -> dict[str, Any]:
         "postgres": {**postgres_status(home), "in_use": settings.uses_embedded_postgres},
         "falkordb": {**falkordb_status(home), "in_use": settings.uses_embedded_graph},
         "db_conn_uri": redact_uri(external_db) if external_db else None,
-        "memgraph_uri": settings.memgraph_uri or None,
+        "memgraph_uri": redact_uri(settings.memgraph_uri) if settings.memgraph_uri else None,
     }
 
 

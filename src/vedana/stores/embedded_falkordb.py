@@ -170,7 +170,7 @@ def _owned_pid(home: Path, sock: Path) -> int | None:
         pid = int(_pid_file(home).read_text().strip())
     except (OSError, ValueError):
         return None
-    return pid if process_alive(pid, "redis-server") else None
+    return pid if process_alive(pid, "redis-server", data_dir(home)) else None
 
 
 def _server_paths() -> tuple[str, str]:
@@ -262,7 +262,7 @@ def _exited(home: Path, waited_s: float) -> bool:
         pid = int(_pid_file(home).read_text().strip())
     except (OSError, ValueError):
         return waited_s > 5.0
-    return not process_alive(pid, "redis-server")
+    return not process_alive(pid, "redis-server", data_dir(home))
 
 
 def _check_port_free(port: int) -> None:

@@ -16,10 +16,12 @@ import contextlib
 import importlib.util
 import os
 import shlex
+import shutil
 import signal
 import stat
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,11 +58,31 @@ def ensure_postgres(home: Path) -> str:
         return _url(running.socket_dir)
     home = prepare_home(home)
     with start_lock(home, "postgres"):
-        running = _running(pgdata)  # another process may have started it while we waited
+        running = _running(pgdata) or _wait_while_starting(pgdata)  # another process may have started it
         if running is None:
             _clear_stale(pgdata)
             running = _start(home, pgdata)
     return _url(running.socket_dir)
+
+
+def _wait_while_starting(pgdata: Path) -> _Postmaster | None:
+    """A live postmaster still starting up (crash recovery of a big database can outlast the
+    start timeout of the process that launched it) is waited for, not killed and restarted,
+    which would only begin its recovery again."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        info = _read_postmaster(pgdata)
+        if (
+            info is None
+            or info.status not in ("starting", "")
+            or not process_alive(info.pid, "postgres", pgdata)
+        ):
+            return _running(pgdata)
+        time.sleep(0.1)
+    raise ServiceError(
+        f"Postgres in {pgdata} is still starting after {START_TIMEOUT_S}s (crash recovery?); "
+        f"see {pgdata / 'server.log'} and run the command again, or `vedana services stop`"
+    )
 
 
 def stop_postgres(home: Path) -> bool:
@@ -70,7 +92,7 @@ def stop_postgres(home: Path) -> bool:
         return False
     with start_lock(pgdata.parent, "postgres"):
         info = _read_postmaster(pgdata)
-        stopped = info is not None and process_alive(info.pid, "postgres")
+        stopped = info is not None and process_alive(info.pid, "postgres", pgdata)
         _clear_stale(pgdata)
         remove_short_runtime_dir(pgdata.parent, "postgres")
     return stopped
@@ -80,7 +102,7 @@ def postgres_status(home: Path) -> dict[str, Any]:
     """What runs where: never starts anything."""
     pgdata = data_dir(home)
     info = _read_postmaster(pgdata)
-    alive = info is not None and process_alive(info.pid, "postgres")
+    alive = info is not None and process_alive(info.pid, "postgres", pgdata)
     running = _running(pgdata) if alive else None
     return {
         "service": "postgres",
@@ -123,7 +145,7 @@ def _running(pgdata: Path) -> _Postmaster | None:
     info = _read_postmaster(pgdata)
     if info is None or info.socket_dir is None or info.status != "ready":
         return None
-    if not process_alive(info.pid, "postgres"):
+    if not process_alive(info.pid, "postgres", pgdata):
         return None
     return info if socket_answers(info.socket_dir / SOCKET_NAME) else None
 
@@ -232,21 +254,25 @@ class _ToolFailed(Exception):
 
 
 def _initdb(pgdata: Path, owner: tuple[int, int] | None) -> None:
+    """Create the cluster in a side directory and move it into place only once initdb has
+    finished, so an initdb killed halfway (kill -9, power loss) never leaves a data dir that
+    looks initialised but lacks its databases; the next start simply initialises again."""
     if pgdata.exists() and any(pgdata.iterdir()):
         raise ServiceError(
-            f"{pgdata} is not empty but holds no Postgres cluster (an interrupted first start?); "
-            "move it away and run the command again"
+            f"{pgdata} is not empty but holds no Postgres cluster; move it away and run the command again"
         )
-    pgdata.mkdir(mode=0o700, exist_ok=True)
+    staging = pgdata.with_name(pgdata.name + ".initdb")
+    shutil.rmtree(staging, ignore_errors=True)  # left by an interrupted first start (we hold the lock)
+    staging.mkdir(mode=0o700)
     if owner:
         _grant_install_read()
-        os.chown(pgdata, *owner)
+        os.chown(staging, *owner)
     try:
         _run_pg(
             "initdb",
             [
                 "-D",
-                str(pgdata),
+                str(staging),
                 "-U",
                 "postgres",
                 "--auth=trust",
@@ -255,10 +281,14 @@ def _initdb(pgdata: Path, owner: tuple[int, int] | None) -> None:
                 "--no-instructions",
             ],
             owner,
-            cwd=pgdata,
+            cwd=staging,
         )
     except _ToolFailed as exc:
-        raise ServiceError(f"initdb failed in {pgdata}: {_last_error(str(exc))}") from None
+        shutil.rmtree(staging, ignore_errors=True)
+        raise ServiceError(f"initdb failed in {staging}: {_last_error(str(exc))}") from None
+    if pgdata.exists():
+        pgdata.rmdir()  # empty, checked above
+    staging.rename(pgdata)
 
 
 def _start(home: Path, pgdata: Path) -> _Postmaster:
@@ -300,7 +330,7 @@ def _clear_stale(pgdata: Path) -> None:
     info = _read_postmaster(pgdata)
     if info is None:
         return
-    if process_alive(info.pid, "postgres"):
+    if process_alive(info.pid, "postgres", pgdata):
         try:
             _run_pg(
                 "pg_ctl",

@@ -98,17 +98,23 @@ def socket_dir_for(
     return short_runtime_dir(home, service, owner)
 
 
-def process_alive(pid: int | None, name_prefix: str) -> bool:
-    """True if `pid` runs (not a zombie) and its process name starts with `name_prefix`
-    (so a pid reused by an unrelated process after a crash does not count)."""
+def process_alive(pid: int | None, name_prefix: str, cwd: Path) -> bool:
+    """True if `pid` runs (not a zombie), its process name starts with `name_prefix` and its
+    working directory is `cwd` (both servers chdir to their data dir). So a pid reused after a
+    crash or reboot by an unrelated process, or by the same server of another VEDANA_HOME,
+    never counts as ours, and is never signalled."""
     import psutil
 
     if not pid or pid <= 0:
         return False
     try:
         proc = psutil.Process(pid)
-        return proc.status() != psutil.STATUS_ZOMBIE and proc.name().startswith(name_prefix)
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return (
+            proc.status() != psutil.STATUS_ZOMBIE
+            and proc.name().startswith(name_prefix)
+            and Path(proc.cwd()) == cwd
+        )
+    except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
         return False
 
 

@@ -1,15 +1,20 @@
 """`GraphStore` over Bolt with the `neo4j` driver, for Memgraph at `MEMGRAPH_URI`.
 
 Results are streamed: with `row_limit` the driver pulls at most `row_limit + 1` records, and
-the rest are discarded on the server. `timeout_s` is sent as the transaction timeout (servers
-that ignore it fall back to their own query timeout).
+the rest are discarded on the server.
 
-`read_only` opens a READ-access session, which Neo4j enforces but Memgraph ignores (it has no
-read-only mode: memgraph/memgraph#2777). So a read-only query also runs in an explicit
-transaction that is always rolled back: a data change that got past the Cypher guard is undone,
+`read_only` opens a READ-access session (Bolt `mode: "r"`), which Neo4j enforces but Memgraph
+does not (it uses the mode to pick a storage accessor and, in a cluster, to route to a replica:
+memgraph/memgraph#2777). The Cypher guard (`vedana.agent.cypher_guard`) that runs before any agent
+or CLI query is the first defence; as the engine-level one, a read-only query also runs in an
+explicit transaction that is always rolled back: a data change that got past the guard is undone,
 and Memgraph refuses index, constraint and admin statements inside such a transaction. `SHOW ...`
 and `EXPLAIN ...`, which never change anything and which Memgraph runs in auto-commit only, are
 the exception.
+
+`timeout_s` is sent as the Bolt transaction timeout (`tx_timeout`, in ms), which Memgraph reads
+for each query; a server that ignores it falls back to its own limit
+(Memgraph: `--query-execution-timeout-sec`, 600 s by default).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from vedana.errors import CypherError, ServiceError
+from vedana.errors import ConfigError, CypherError, ServiceError
 from vedana.redaction import redact
 from vedana.stores.graph import GraphStore, QueryResult, batched
 
@@ -35,6 +40,14 @@ _COUNTERS = {
 _TRAILING_NUMBER = re.compile(r"(\d+)$")
 _AUTO_COMMIT_ONLY = re.compile(r"\s*(SHOW|EXPLAIN)\b", re.IGNORECASE)
 CLEAR_BATCH = 10_000
+BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+# Point field names by SRID: WGS-84 2D/3D, Cartesian 2D/3D.
+_POINT_FIELDS = {
+    4326: ("longitude", "latitude"),
+    4979: ("longitude", "latitude", "height"),
+    7203: ("x", "y"),
+    9157: ("x", "y", "z"),
+}
 
 
 class BoltGraph(GraphStore):
@@ -44,7 +57,15 @@ class BoltGraph(GraphStore):
         from neo4j import GraphDatabase
         from neo4j.exceptions import DriverError, Neo4jError
 
-        self.uri = uri
+        from vedana.config import redact_uri
+
+        self.uri = redact_uri(uri)  # the form that may appear in messages
+        scheme = uri.partition("://")[0].lower() if "://" in uri else ""
+        if scheme not in BOLT_SCHEMES:
+            raise ConfigError(
+                f"MEMGRAPH_URI {self.uri!r} is not a Bolt URI; use bolt://host:7687 "
+                "(or bolt+s:// for TLS, neo4j:// for a cluster)"
+            )
         auth = (user or "", password or "") if user or password else None
         try:
             self._driver = GraphDatabase.driver(uri, auth=auth)
@@ -52,11 +73,14 @@ class BoltGraph(GraphStore):
             agent = self._driver.get_server_info().agent or ""
         except (DriverError, Neo4jError, ValueError) as exc:
             raise ServiceError(
-                f"cannot reach the graph at {uri} ({_one_line(str(exc))}); check MEMGRAPH_URI, "
-                "MEMGRAPH_USER and MEMGRAPH_PWD"
+                redact(
+                    f"cannot reach the graph at {self.uri} ({_one_line(str(exc))}); check MEMGRAPH_URI, "
+                    "MEMGRAPH_USER and MEMGRAPH_PWD",
+                    [*_uri_secrets(uri), *([password] if password else [])],
+                )
             ) from None
         self.server_agent = agent
-        self.is_memgraph = agent.lower().startswith("memgraph")
+        self.is_memgraph = is_memgraph_agent(agent)
 
     def query(
         self,
@@ -110,25 +134,29 @@ class BoltGraph(GraphStore):
             self.query(f"CREATE INDEX FOR (n:{quote_name(label)}) ON (n.{quote_name(prop)})")
 
     def _has_index(self, label: str, prop: str) -> bool:
-        if self.is_memgraph:
-            for row in self.query("SHOW INDEX INFO").rows:
-                properties = row.get("property", row.get("properties"))
-                if not isinstance(properties, list):
-                    properties = [properties]
-                if row.get("label") == label and properties == [prop]:
-                    return True
-            return False
-        # Other openCypher servers over Bolt (FalkorDB's Bolt port): the db.indexes() procedure.
-        for row in self.query("CALL db.indexes() YIELD label, properties RETURN label, properties").rows:
-            if row["label"] == label and prop in (row["properties"] or []):
+        if not self.is_memgraph:
+            # Other openCypher servers over Bolt (FalkorDB's Bolt port): the db.indexes() procedure.
+            try:
+                rows = self.query("CALL db.indexes() YIELD label, properties RETURN label, properties").rows
+            except CypherError:
+                # No such procedure: a Memgraph that introduces itself under another name.
+                self.is_memgraph = True
+            else:
+                return any(row["label"] == label and prop in (row["properties"] or []) for row in rows)
+        # Memgraph: columns "index type", "label", "property" (a list for composite indexes), "count".
+        for row in self.query("SHOW INDEX INFO").rows:
+            properties = row.get("property", row.get("properties"))
+            if not isinstance(properties, list):
+                properties = [properties]
+            if row.get("label") == label and properties == [prop]:
                 return True
         return False
 
-    def clear(self) -> None:
+    def clear(self, batch_size: int = CLEAR_BATCH) -> None:
         # In slices, so a large graph is not deleted in one huge transaction.
         while True:
             result = self.query(
-                f"MATCH (n) WITH n LIMIT {CLEAR_BATCH} DETACH DELETE n RETURN count(*) AS deleted"
+                f"MATCH (n) WITH n LIMIT {int(batch_size)} DETACH DELETE n RETURN count(*) AS deleted"
             )
             if not result.rows or not result.rows[0]["deleted"]:
                 return
@@ -177,6 +205,12 @@ class _BoltErrors:
         return False
 
 
+def is_memgraph_agent(agent: str) -> bool:
+    """Memgraph introduces itself as "Neo4j/v5.11.0 compatible graph database server - Memgraph"
+    by default (`--bolt-server-name-for-init`; a renamed one is caught by `ensure_index`)."""
+    return "memgraph" in agent.lower()
+
+
 def quote_name(name: str) -> str:
     """A label/type/property name as a backtick-quoted Cypher identifier."""
     return "`" + name.replace("`", "``") + "`"
@@ -202,17 +236,20 @@ def to_plain(value: Any) -> Any:
             "nodes": [to_plain(n) for n in value.nodes],
             "relationships": [to_plain(r) for r in value.relationships],
         }
+    # Duration and Point are tuples: they must be caught before plain lists and tuples.
+    if isinstance(value, Duration):
+        return str(value)  # ISO 8601, e.g. "P1DT2H"
+    if isinstance(value, Point):
+        names = _POINT_FIELDS.get(getattr(value, "srid", None) or 0, ("x", "y", "z"))
+        return dict(zip(names, value, strict=False))
+    if isinstance(value, Date | DateTime | Time):
+        return value.to_native()
     if isinstance(value, list | tuple):
         return [to_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: to_plain(v) for k, v in value.items()}
-    if isinstance(value, Date | DateTime | Time):
-        return value.to_native()
-    if isinstance(value, Duration):
-        return str(value)
-    if isinstance(value, Point):
-        names = ("longitude", "latitude") if getattr(value, "srid", None) in (4326, 4979) else ("x", "y")
-        return dict(zip(names, value, strict=False))
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode(errors="replace")  # as the FalkorDB adapter returns bytes
     return value
 
 
@@ -221,6 +258,12 @@ def endpoint_id(element_id: str) -> int | str:
     Neo4j "4:<db>:12"; all end in the number `id(n)` returns."""
     match = _TRAILING_NUMBER.search(element_id)
     return int(match.group(1)) if match else element_id
+
+
+def _uri_secrets(uri: str) -> list[str]:
+    from vedana.config import uri_password_forms
+
+    return uri_password_forms(uri)
 
 
 def _one_line(message: str) -> str:

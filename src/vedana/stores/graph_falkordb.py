@@ -26,6 +26,7 @@ from vedana.stores.graph import GraphStore, QueryResult, batched
 DEFAULT_GRAPH_NAME = "vedana"
 # Queries that may run inside CALL { }: one starting with WITH would be read as importing variables.
 _WRAPPABLE_STARTS = frozenset({"match", "optional", "unwind", "return", "call"})
+_EMPTY_KEY = "empty key"  # FalkorDB's error for reading a graph that was never created
 _STATS = (
     "nodes_created",
     "nodes_deleted",
@@ -125,6 +126,11 @@ class FalkorGraph(GraphStore):
                 if attempt:
                     raise
             except redis.exceptions.ResponseError as exc:
+                if read_only and not attempt and _EMPTY_KEY in str(exc):
+                    # A read-only query cannot create the graph, and FalkorDB refuses to read a
+                    # graph that does not exist yet (nothing indexed): create it empty, read again.
+                    self._graph.query("RETURN 1")
+                    continue
                 raise CypherError(redact(f"FalkorDB: {_one_line(str(exc))}")) from None
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
                 raise ServiceError(
@@ -163,18 +169,29 @@ class FalkorGraph(GraphStore):
         import redis
 
         conn = self._db.connection
-        try:
-            info = conn.info("persistence")
-            if not info["rdb_changes_since_last_save"] and not info["rdb_bgsave_in_progress"]:
-                return
-            # A snapshot already running may predate our writes: wait for the one after it.
-            target = info["rdb_saves"] + (2 if info["rdb_bgsave_in_progress"] else 1)
-            conn.execute_command("BGSAVE", "SCHEDULE")
-            deadline = time.monotonic() + timeout_s
-            while (info := conn.info("persistence"))["rdb_saves"] < target:
+        deadline = time.monotonic() + timeout_s
+
+        def wait(done: Any) -> dict[str, Any]:
+            while not done(info := conn.info("persistence")):
                 if time.monotonic() > deadline:
                     raise ServiceError(f"FalkorDB did not finish saving the graph within {timeout_s:.0f} s")
                 time.sleep(0.02)
+            return info
+
+        try:
+            # A snapshot already running (the server's own, every minute with changes, or another
+            # process's) may predate our writes, and Redis refuses a second one meanwhile: let it end.
+            info = wait(lambda i: not i["rdb_bgsave_in_progress"])
+            if not info["rdb_changes_since_last_save"]:
+                return
+            target = info["rdb_saves"] + 1
+            try:
+                conn.execute_command("BGSAVE")
+            except redis.ResponseError as exc:
+                # Another one started just now, after our writes: it will do.
+                if "already in progress" not in str(exc):
+                    raise
+            info = wait(lambda i: i["rdb_saves"] >= target and not i["rdb_bgsave_in_progress"])
         except redis.RedisError as exc:
             raise ServiceError(redact(f"FalkorDB could not save the graph: {exc}")) from None
         if info["rdb_last_bgsave_status"] != "ok":

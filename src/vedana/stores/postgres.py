@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from vedana.errors import ServiceError
+from vedana.errors import ConfigError, ServiceError
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -25,8 +25,36 @@ def database_url(settings: Settings) -> str:
     uri = settings.db_conn_uri.get_secret_value()
     for prefix in ("postgresql://", "postgres://", "postgresql+psycopg2://"):
         if uri.startswith(prefix):
-            return "postgresql+psycopg://" + uri[len(prefix) :]
+            uri = "postgresql+psycopg://" + uri[len(prefix) :]
+            break
+    _check_url(uri)
     return uri
+
+
+def _check_url(uri: str) -> None:
+    """A `ConfigError` for a DB_CONN_URI that is not a parsable Postgres URL (the message shows
+    it with the password masked; SQLAlchemy's own errors would echo it whole)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from vedana.config import redact_uri, uri_password_forms
+
+    hint = "expected postgresql://user:password@host:5432/dbname (percent-encode special characters)"
+    try:
+        url = make_url(uri)
+        url.port  # noqa: B018  -- parsing the port happens here
+    except (ArgumentError, ValueError):
+        raise ConfigError(f"DB_CONN_URI {redact_uri(uri)!r} is not a valid URL; {hint}") from None
+    if url.password is not None and url.password not in uri_password_forms(uri):
+        # e.g. an unescaped "@" or "/" in the password: the host would be read from part of it.
+        raise ConfigError(
+            "DB_CONN_URI: the password holds characters that must be percent-encoded "
+            "(@ as %40, / as %2F, : as %3A, # as %23, ? as %3F)"
+        )
+    if url.drivername != "postgresql+psycopg":
+        raise ConfigError(
+            f"DB_CONN_URI must point at Postgres (with pgvector), not {url.drivername!r}; {hint}"
+        )
 
 
 def get_engine(settings: Settings, *, migrate: bool = True) -> Engine:
@@ -44,9 +72,14 @@ def get_engine(settings: Settings, *, migrate: bool = True) -> Engine:
         except OperationalError as exc:
             from vedana.config import redact_uri
 
+            detail = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
+            if settings.uses_embedded_postgres:
+                raise ServiceError(
+                    f"the embedded Postgres in {settings.home / 'postgres'} does not accept connections "
+                    f"({detail}); see its server.log there, or stop it with `vedana services stop`"
+                ) from None
             raise ServiceError(
-                f"cannot connect to Postgres at {redact_uri(url)}; check DB_CONN_URI "
-                f"({str(exc.orig).splitlines()[0] if exc.orig else exc})"
+                f"cannot connect to Postgres at {redact_uri(url)}; check DB_CONN_URI ({detail})"
             ) from None
         if migrate:
             ensure_schema(engine)
@@ -96,7 +129,7 @@ def ensure_schema(engine: Engine) -> None:
 
     with engine.begin() as conn:
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})")
-        conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
+        _ensure_pgvector(conn)
         tables.metadata.create_all(conn, checkfirst=True)
         applied = set(conn.execute(select(tables.schema_migrations.c.version)).scalars())
         for number, name, fn in sorted(MIGRATIONS, key=lambda m: m[0]):
@@ -104,3 +137,26 @@ def ensure_schema(engine: Engine) -> None:
                 continue
             fn(conn)
             conn.execute(tables.schema_migrations.insert().values(version=number, name=name))
+
+
+def _ensure_pgvector(conn: Connection) -> None:
+    """Create the pgvector extension if the database lacks it; a one-line `ServiceError` that
+    says who must do what when this user may not, or the server does not have pgvector."""
+    from sqlalchemy.exc import DBAPIError
+
+    if conn.exec_driver_sql("SELECT 1 FROM pg_extension WHERE extname = 'vector'").first():
+        return
+    try:
+        with conn.begin_nested():
+            conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector")
+    except DBAPIError as exc:
+        detail = str(exc.orig).splitlines()[0] if exc.orig else type(exc).__name__
+        if "permission denied" in detail:
+            raise ServiceError(
+                f"the database has no pgvector extension and this user may not create it ({detail}); "
+                "have a superuser run `CREATE EXTENSION vector;` in it once"
+            ) from None
+        raise ServiceError(
+            f"cannot enable pgvector in the database ({detail}); install pgvector on the Postgres server "
+            "(https://github.com/pgvector/pgvector) or leave DB_CONN_URI unset for the embedded Postgres"
+        ) from None
