@@ -108,5 +108,5 @@ def session_graph(settings: Settings) -> Iterator[GraphStore]:
 @pytest.fixture
 def graph(session_graph: GraphStore) -> GraphStore:
     """The embedded FalkorDB graph, emptied before the test."""
-    session_graph.clear()
+    session_graph.query("MATCH (n) DETACH DELETE n")
     return session_graph

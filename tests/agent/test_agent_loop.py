@@ -101,8 +101,8 @@ class BarrierGraph(GraphStore):
     def ensure_index(self, *args: Any, **kwargs: Any) -> None:
         self.inner.ensure_index(*args, **kwargs)
 
-    def clear(self) -> None:
-        self.inner.clear()
+    def clear(self, labels: Any) -> None:
+        self.inner.clear(labels)
 
     def close(self) -> None:
         pass

@@ -70,7 +70,7 @@ def test_index_through_bolt_loads_and_updates_the_graph(settings, shop, bolt_por
 
     bolt = BoltGraph(f"bolt://127.0.0.1:{bolt_port}")
     try:
-        bolt.clear()
+        bolt.query("MATCH (n) DETACH DELETE n")
         graph = CountingGraph(bolt)
         report = index(settings, engine=shop, graph=graph, embedder=HashEmbedder(16), graph_batch_size=2)
         assert bolt.counts() == live_counts(shop)

@@ -265,7 +265,7 @@ def test_full_rebuild_killed_after_clearing_the_graph_is_repaired(
 
 def test_lost_graph_is_rebuilt_on_the_next_run(settings, shop, counting_graph, embedder) -> None:
     run(settings, shop, counting_graph, embedder)
-    counting_graph.clear()  # e.g. the graph server lost its data
+    counting_graph.query("MATCH (n) DETACH DELETE n")  # e.g. the graph server lost its data
     notices: list[str] = []
     report = run(settings, shop, counting_graph, embedder, on_notice=notices.append)
     assert report.graph_rebuilt and notices and "rebuilding the graph" in notices[0]
@@ -291,3 +291,38 @@ def test_data_model_change_adds_and_removes_embedded_attributes(
     assert sum(1 for k in keys if k[3] == "category") == len(PRODUCTS)
     assert report.values_deleted == sum(1 for _, d in PRODUCTS.values() if d)
     assert report.graph_rows == 0
+
+
+# Another application's data on the same graph server (a shared Memgraph): never vedana's to count or delete.
+FOREIGN = "CREATE (:Invoice {id: 'i1'})-[:BILLS]->(:Customer {id: 'c1'}), (:Invoice {id: 'i2'})"
+FOREIGN_COUNTS = {"nodes": {"Invoice": 2, "Customer": 1}, "edges": {"BILLS": 1}}
+
+
+def with_foreign(counts: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    return {kind: {**counts[kind], **FOREIGN_COUNTS[kind]} for kind in counts}
+
+
+def test_other_data_on_a_shared_graph_survives_every_rebuild(
+    settings, shop, counting_graph, embedder
+) -> None:
+    counting_graph.query(FOREIGN)
+
+    first = run(settings, shop, counting_graph, embedder)  # a first index clears before loading
+    assert first.graph_rebuilt
+    assert counting_graph.counts() == with_foreign(live_counts(shop))
+
+    writes = counting_graph.write_calls
+    again = run(settings, shop, counting_graph, embedder)  # foreign nodes are no reason to rebuild
+    assert not again.graph_rebuilt and counting_graph.write_calls == writes
+
+    counting_graph.query("MATCH (p:Product {id: 'p1'}) DETACH DELETE p")  # vedana's graph lost a node
+    notices: list[str] = []
+    repaired = run(settings, shop, counting_graph, embedder, on_notice=notices.append)
+    assert repaired.graph_rebuilt and "rebuilding the graph" in notices[0] and "Product" in notices[0]
+    assert counting_graph.counts() == with_foreign(live_counts(shop))
+
+    assert run(settings, shop, counting_graph, embedder, full=True).graph_rebuilt
+    assert counting_graph.counts() == with_foreign(live_counts(shop))
+    assert counting_graph.query(
+        "MATCH (:Invoice {id: 'i1'})-[:BILLS]->(c:Customer) RETURN c.id AS c"
+    ).rows == [{"c": "c1"}]

@@ -58,6 +58,21 @@ def test_a_synced_and_indexed_knowledge_base_passes(indexed: Settings, kb_dirs: 
     assert consistency["graph"] == consistency["staging"] == {"nodes": BASE_NODES, "edges": BASE_EDGES}
 
 
+def test_other_data_on_a_shared_graph_is_not_counted(indexed: Settings, graph: GraphStore) -> None:
+    from vedana.ops.status import knowledge_base
+    from vedana.stores.postgres import get_engine
+
+    graph.query("CREATE (:Invoice {id: 'i1'})-[:BILLS]->(:Customer {id: 'c1'})")  # another application's
+
+    report = check(indexed, only=["consistency"])
+    assert report.ok and report.problems == []
+    assert report.sections["consistency"].details["graph"] == {"nodes": BASE_NODES, "edges": BASE_EDGES}
+    assert knowledge_base(indexed, get_engine(indexed), graph)["graph"] == {
+        "nodes": BASE_NODES,
+        "edges": BASE_EDGES,
+    }
+
+
 # --- consistency failures planted behind the tool's back -----------------------------------------------
 
 

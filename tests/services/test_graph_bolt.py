@@ -56,7 +56,7 @@ def bolt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bolt
 @pytest.fixture
 def bolt_graph(bolt_server: tuple[BoltGraph, Path]) -> BoltGraph:
     store, _sock = bolt_server
-    store.clear()
+    store.query("MATCH (n) DETACH DELETE n")
     return store
 
 
@@ -141,10 +141,12 @@ def test_bolt_errors_and_index(bolt_graph: BoltGraph) -> None:
     assert rows == [{"label": "Person", "properties": ["id"]}]
 
 
-def test_clear_deletes_everything_in_slices(bolt_graph: BoltGraph) -> None:
+def test_clear_deletes_only_the_given_labels_in_slices(bolt_graph: BoltGraph) -> None:
     _load(bolt_graph, "Person")
-    bolt_graph.clear(batch_size=2)  # three slices and a last, empty one
-    assert bolt_graph.counts() == {"nodes": {}, "edges": {}}
+    _load(bolt_graph, "Other")  # someone else's data on the same server
+    bolt_graph.clear(["Person"], batch_size=2)  # three slices and a last, empty one
+    assert bolt_graph.counts() == {"nodes": {"Other": 5}, "edges": {"KNOWS": 2}}
+    assert bolt_graph.counts(["Person", "Other"], ["KNOWS"]) == {"nodes": {"Other": 5}, "edges": {"KNOWS": 2}}
 
 
 def test_unreachable_bolt_server_is_a_service_error() -> None:

@@ -72,7 +72,7 @@ def test_postgres_is_reused_and_recovers_from_kill_9(vedana_home: Path) -> None:
 def test_falkordb_keeps_data_across_stop_and_recovers_from_kill_9(vedana_home: Path) -> None:
     graph = FalkorGraph.embedded(vedana_home, graph_name="lifecycle")
     try:
-        graph.clear()
+        graph.query("MATCH (n) DETACH DELETE n")
         graph.query("CREATE (:Probe {id: 'kept'})")
         assert stop_falkordb(vedana_home) is True
         assert falkordb_status(vedana_home)["running"] is False

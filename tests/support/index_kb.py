@@ -138,8 +138,8 @@ class CountingGraph(GraphStore):
     def ensure_index(self, label: str, prop: str = "id") -> None:
         self.inner.ensure_index(label, prop)
 
-    def clear(self) -> None:
-        self.inner.clear()
+    def clear(self, labels: Iterable[str]) -> None:
+        self.inner.clear(labels)
 
     def close(self) -> None:  # the session fixture owns the real graph
         pass

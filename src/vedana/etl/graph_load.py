@@ -8,36 +8,37 @@ backtick-quoted and refused when they could not be quoted safely.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
-from vedana.errors import SourceError
+from vedana.errors import CypherError, SourceError
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from vedana.datamodel import DataModel
     from vedana.stores.graph import GraphStore
 
 Progress = Callable[[str, int, "int | None"], None]
 
 NODE_STAGE = "graph nodes"
 EDGE_STAGE = "graph edges"
-_UNSAFE_NAME = re.compile(r"[`\x00-\x1f\x7f]")
 _STREAM_ROWS = 5000  # rows fetched from Postgres at a time
 
 
 def quote_name(name: str) -> str:
-    """`name` as a backtick-quoted Cypher label/type. Backticks and control characters cannot be
-    quoted in every engine (FalkorDB has no escape for a backtick), so they are refused."""
-    if not name or _UNSAFE_NAME.search(name) or len(name) > 255:
+    """`name` (an anchor noun or link sentence) as a backtick-quoted Cypher label/type."""
+    from vedana.stores.graph import quote_name as quote
+
+    try:
+        return quote(name)
+    except CypherError:
         raise SourceError(
             f"cannot use {name!r} as a graph label or relationship type; rename the anchor or link "
             "in the data model (no backticks or control characters, at most 255 characters)"
-        )
-    return f"`{name}`"
+        ) from None
 
 
 def graph_value(value: Any) -> Any:
@@ -242,10 +243,36 @@ def _write(
     return sent
 
 
-def graph_node_total(graph: GraphStore) -> int:
-    rows = graph.query("MATCH (n) RETURN count(n) AS n").rows
-    return int(rows[0]["n"]) if rows else 0
+@dataclass(frozen=True)
+class OwnedTypes:
+    """The labels and relationship types vedana loads into the graph, with the live staging
+    count of each: every type staging has ever held (a type whose rows are all tombstones, e.g.
+    one dropped from the data model, is still vedana's to delete) plus the data model's. Only
+    these are counted, compared or cleared, so a graph server shared with other data keeps it."""
+
+    nodes: dict[str, int]
+    edges: dict[str, int]
+
+    def live(self) -> dict[str, dict[str, int]]:
+        """Staging counts in the shape of `GraphStore.counts()` (types with no live row left out)."""
+        return {
+            "nodes": {name: n for name, n in self.nodes.items() if n},
+            "edges": {name: n for name, n in self.edges.items() if n},
+        }
 
 
-def staging_node_total(conn: Connection) -> int:
-    return int(conn.exec_driver_sql("SELECT count(*) FROM nodes WHERE NOT deleted").scalar() or 0)
+def owned_types(conn: Connection, dm: DataModel | None = None) -> OwnedTypes:
+    def per_type(table: str, column: str) -> dict[str, int]:
+        rows = conn.exec_driver_sql(
+            f"SELECT {column}, count(*) FILTER (WHERE NOT deleted) FROM {table} "
+            f"GROUP BY {column} ORDER BY {column}"
+        )
+        return {name: int(n) for name, n in rows}
+
+    nodes, edges = per_type("nodes", "node_type"), per_type("edges", "edge_label")
+    if dm is not None:
+        for anchor in dm.anchors:
+            nodes.setdefault(anchor.noun, 0)
+        for link in dm.links:
+            edges.setdefault(link.sentence, 0)
+    return OwnedTypes(nodes=nodes, edges=edges)

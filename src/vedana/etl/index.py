@@ -26,9 +26,9 @@ from vedana.etl.graph_load import (
     GraphChanges,
     VersionRange,
     count_changes,
-    graph_node_total,
     load_graph,
-    staging_node_total,
+    owned_types,
+    quote_name,
 )
 
 if TYPE_CHECKING:
@@ -209,6 +209,17 @@ def _read_start(conn: Connection, embedder: Embedder, dm: Any) -> _Start:
     )
 
 
+def _graph_mismatch(in_graph: dict[str, int], wanted: dict[str, int], most: int = 4) -> str:
+    differ = sorted(
+        name for name in in_graph.keys() | wanted.keys() if in_graph.get(name) != wanted.get(name)
+    )
+    names = ", ".join(differ[:most]) + (", …" if len(differ) > most else "")
+    return (
+        f"the graph holds {sum(in_graph.values())} nodes of the data model's types but staging "
+        f"{sum(wanted.values())} (they differ for {names}): rebuilding the graph"
+    )
+
+
 def _say(report: IndexReport, on_notice: Notice | None, message: str) -> None:
     report.notices.append(message)
     if on_notice is not None:
@@ -269,22 +280,27 @@ def _apply(
         report.phase_seconds["read"] = time.perf_counter() - began
 
         # Graph: nodes, edges, deletions; then a cheap check that it holds what staging says.
+        # Only vedana's own labels are cleared or counted: a shared server keeps other data.
         t0 = time.perf_counter()
+        owned = owned_types(conn, dm)
+        for name in (*owned.nodes, *owned.edges):
+            quote_name(name)  # a name no engine can take stops the run before the graph is touched
         rows = _graph_range(start, full)
         if rows.full:
             _forget(conn, GRAPH_VERSION_KEY)  # a run killed after the clear must not look done
-            graph.clear()
+            graph.clear(owned.nodes)
             report.graph_rebuilt = True
         report._add_graph(load_graph(conn, graph, rows, batch_size=batch_size, on_progress=on_progress))
-        in_graph, in_staging = graph_node_total(graph), staging_node_total(conn)
-        if in_graph != in_staging:
+        wanted = {name: n for name, n in owned.nodes.items() if n}
+        in_graph = graph.counts(owned.nodes, ())["nodes"]
+        if in_graph != wanted:
             _say(
                 report,
                 on_notice,
-                f"the graph holds {in_graph} nodes but staging {in_staging}: rebuilding the graph",
+                _graph_mismatch(in_graph, wanted),
             )
             _forget(conn, GRAPH_VERSION_KEY)
-            graph.clear()
+            graph.clear(owned.nodes)
             report.graph_rebuilt = True
             everything = VersionRange(None, start.upto)
             report._add_graph(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from vedana.etl.graph_load import owned_types
 from vedana.ops import inventory
 from vedana.ops.problems import Problem, SectionResult, error, warning
 from vedana.stores.vectors import EDGE_TABLE, NODE_TABLE, ModelInfo, recorded_model
@@ -34,7 +35,8 @@ def consistency(engine: Engine, graph: GraphStore | None, configured: ModelInfo 
     result = SectionResult("consistency")
     with engine.connect() as conn:
         dm = load_data_model(conn, required=False)
-        staging = inventory.staging_counts(conn)
+        owned = owned_types(conn, dm)
+        staging = owned.live()
         version = inventory.staging_version(conn)
         marks = inventory.watermarks(conn)
         result.details.update(staging=staging, staging_version=version, indexed_version=marks.to_dict())
@@ -45,7 +47,7 @@ def consistency(engine: Engine, graph: GraphStore | None, configured: ModelInfo 
         if marks.graph != version:
             result.problems.append(_pending("graph", marks.graph, version))
         elif graph is not None:
-            counts = graph.counts()
+            counts = graph.counts(owned.nodes, owned.edges)  # other data on a shared server is not ours
             result.details["graph"] = counts
             result.problems += _compare_graph(staging, counts)
 

@@ -22,17 +22,6 @@ if TYPE_CHECKING:
 Counts = dict[str, dict[str, int]]
 
 
-def staging_counts(conn: Connection) -> Counts:
-    """Live (not tombstoned) staging rows per node type and edge label."""
-    nodes = conn.exec_driver_sql(
-        "SELECT node_type, count(*) FROM nodes WHERE NOT deleted GROUP BY node_type ORDER BY node_type"
-    ).all()
-    edges = conn.exec_driver_sql(
-        "SELECT edge_label, count(*) FROM edges WHERE NOT deleted GROUP BY edge_label ORDER BY edge_label"
-    ).all()
-    return {"nodes": {k: int(v) for k, v in nodes}, "edges": {k: int(v) for k, v in edges}}
-
-
 def staging_version(conn: Connection) -> int:
     """The highest staging version: what a fully indexed knowledge base is in line with."""
     return int(

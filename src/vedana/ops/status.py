@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
 
     from vedana.config import Settings
+    from vedana.etl.graph_load import OwnedTypes
     from vedana.stores.graph import GraphStore
 
 log = logging.getLogger(__name__)
@@ -91,11 +92,14 @@ def _last_success(conn: Connection, kind: str) -> dict[str, Any] | None:
 def knowledge_base(settings: Settings, engine: Engine, graph: GraphStore | None = None) -> dict[str, Any]:
     """Counts per type in staging, the graph and the vectors; the last successful sync, index
     and run; the embedding model the vectors were made with and the one configured."""
+    from vedana.etl.graph_load import owned_types
     from vedana.ops.lock import is_run_locked, read_holder
+    from vedana.stores.staging import load_data_model
     from vedana.stores.vectors import recorded_model
 
     with engine.connect() as conn:
-        staging = inventory.staging_counts(conn)
+        owned = owned_types(conn, load_data_model(conn, required=False))
+        staging = owned.live()
         version = inventory.staging_version(conn)
         marks = inventory.watermarks(conn)
         vectors = inventory.vector_counts(conn)
@@ -104,7 +108,7 @@ def knowledge_base(settings: Settings, engine: Engine, graph: GraphStore | None 
     locked = is_run_locked(settings.home)
     return {
         "staging": {**staging, "version": version},
-        "graph": _graph_counts(settings, graph),
+        "graph": _graph_counts(settings, graph, owned),
         "vectors": vectors,
         "indexed_version": marks.to_dict(),
         "up_to_date": bool(marks.graph == version and marks.vectors == version),
@@ -119,14 +123,15 @@ def knowledge_base(settings: Settings, engine: Engine, graph: GraphStore | None 
     }
 
 
-def _graph_counts(settings: Settings, graph: GraphStore | None) -> dict[str, Any]:
+def _graph_counts(settings: Settings, graph: GraphStore | None, owned: OwnedTypes) -> dict[str, Any]:
+    """The graph's counts of vedana's own types (a shared server's other data is not counted)."""
     try:
         if graph is not None:
-            return graph.counts()
+            return graph.counts(owned.nodes, owned.edges)
         from vedana.stores.graph import open_graph
 
         with open_graph(settings) as store:
-            return store.counts()
+            return store.counts(owned.nodes, owned.edges)
     except Exception as exc:  # status must still show the rest when the graph is down
         return {"error": redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}
 

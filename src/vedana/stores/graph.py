@@ -9,10 +9,13 @@ So nothing above the adapter knows which engine it talks to.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from vedana.errors import CypherError
 
 if TYPE_CHECKING:
     from vedana.config import Settings
@@ -55,8 +58,9 @@ class GraphStore(ABC):
         """Create an index on `label.prop` if it does not exist (idempotent)."""
 
     @abstractmethod
-    def clear(self) -> None:
-        """Delete every node and relationship (used by `vedana index --full`)."""
+    def clear(self, labels: Iterable[str]) -> None:
+        """Delete the nodes carrying any of `labels`, with their relationships (used to rebuild
+        the graph). Only the labels given: a server shared with other data keeps the rest."""
 
     @abstractmethod
     def close(self) -> None: ...
@@ -68,20 +72,52 @@ class GraphStore(ABC):
         FalkorDB snapshots to disk here."""
         return None
 
-    def counts(self) -> dict[str, dict[str, int]]:
-        """{"nodes": {label: n}, "edges": {type: n}} for the whole graph."""
-        node_rows = self.query("MATCH (n) RETURN labels(n)[0] AS label, count(*) AS n").rows
-        edge_rows = self.query("MATCH ()-[r]->() RETURN type(r) AS type, count(*) AS n").rows
-        return {
-            "nodes": {r["label"]: r["n"] for r in node_rows},
-            "edges": {r["type"]: r["n"] for r in edge_rows},
+    def counts(
+        self, labels: Iterable[str] | None = None, types: Iterable[str] | None = None
+    ) -> dict[str, dict[str, int]]:
+        """{"nodes": {label: n}, "edges": {type: n}}: of the whole graph, or, given `labels` and
+        `types`, of just those (one count each, so other data on a shared server is not scanned;
+        names with no nodes or relationships are left out, as in the whole-graph form)."""
+        if labels is None or types is None:
+            node_rows = self.query("MATCH (n) RETURN labels(n)[0] AS label, count(*) AS n").rows
+            edge_rows = self.query("MATCH ()-[r]->() RETURN type(r) AS type, count(*) AS n").rows
+            return {
+                "nodes": {r["label"]: r["n"] for r in node_rows},
+                "edges": {r["type"]: r["n"] for r in edge_rows},
+            }
+        nodes = {name: self._count(f"MATCH (n:{quote_name(name)}) RETURN count(n) AS n") for name in labels}
+        edges = {
+            name: self._count(f"MATCH ()-[r:{quote_name(name)}]->() RETURN count(r) AS n") for name in types
         }
+        return {
+            "nodes": {name: n for name, n in nodes.items() if n},
+            "edges": {name: n for name, n in edges.items() if n},
+        }
+
+    def _count(self, cypher: str) -> int:
+        rows = self.query(cypher).rows
+        return int(rows[0]["n"]) if rows else 0
 
     def __enter__(self) -> GraphStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_UNQUOTABLE = re.compile(r"[`\x00-\x1f\x7f]")
+
+
+def quote_name(name: str) -> str:
+    """`name` as a backtick-quoted label, relationship type or property name. Backticks and
+    control characters cannot be quoted in every engine (FalkorDB has no escape for a backtick),
+    so such names are refused."""
+    if not name or _UNQUOTABLE.search(name) or len(name) > 255:
+        raise CypherError(
+            f"cannot use {name!r} as a graph label, relationship type or property name "
+            "(no backticks or control characters, at most 255 characters)"
+        )
+    return f"`{name}`"
 
 
 def batched(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:

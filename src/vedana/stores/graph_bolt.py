@@ -26,7 +26,7 @@ from typing import Any
 
 from vedana.errors import ConfigError, CypherError, ServiceError
 from vedana.redaction import redact
-from vedana.stores.graph import GraphStore, QueryResult, batched
+from vedana.stores.graph import GraphStore, QueryResult, batched, quote_name
 
 _COUNTERS = {
     "nodes_created": "nodes_created",
@@ -152,14 +152,16 @@ class BoltGraph(GraphStore):
                 return True
         return False
 
-    def clear(self, batch_size: int = CLEAR_BATCH) -> None:
+    def clear(self, labels: Iterable[str], batch_size: int = CLEAR_BATCH) -> None:
         # In slices, so a large graph is not deleted in one huge transaction.
-        while True:
-            result = self.query(
-                f"MATCH (n) WITH n LIMIT {int(batch_size)} DETACH DELETE n RETURN count(*) AS deleted"
-            )
-            if not result.rows or not result.rows[0]["deleted"]:
-                return
+        for label in labels:
+            while True:
+                result = self.query(
+                    f"MATCH (n:{quote_name(label)}) WITH n LIMIT {int(batch_size)} "
+                    "DETACH DELETE n RETURN count(*) AS deleted"
+                )
+                if not result.rows or not result.rows[0]["deleted"]:
+                    break
 
     def close(self) -> None:
         self._driver.close()
@@ -209,11 +211,6 @@ def is_memgraph_agent(agent: str) -> bool:
     """Memgraph introduces itself as "Neo4j/v5.11.0 compatible graph database server - Memgraph"
     by default (`--bolt-server-name-for-init`; a renamed one is caught by `ensure_index`)."""
     return "memgraph" in agent.lower()
-
-
-def quote_name(name: str) -> str:
-    """A label/type/property name as a backtick-quoted Cypher identifier."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def to_plain(value: Any) -> Any:

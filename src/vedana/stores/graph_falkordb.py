@@ -21,7 +21,7 @@ from vedana.cypher_text import first_word, return_columns
 from vedana.errors import CypherError, ServiceError
 from vedana.redaction import redact
 from vedana.stores.embedded_falkordb import RESULTSET_CEILING
-from vedana.stores.graph import GraphStore, QueryResult, batched
+from vedana.stores.graph import GraphStore, QueryResult, batched, quote_name
 
 DEFAULT_GRAPH_NAME = "vedana"
 # Queries that may run inside CALL { }: one starting with WITH would be read as importing variables.
@@ -159,9 +159,10 @@ class FalkorGraph(GraphStore):
                 return
         self.query(f"CREATE INDEX FOR (n:{quote_name(label)}) ON (n.{quote_name(prop)})")
 
-    def clear(self) -> None:
+    def clear(self, labels: Iterable[str]) -> None:
         # DETACH DELETE keeps the indexes, unlike deleting the graph key.
-        self.query("MATCH (n) DETACH DELETE n")
+        for label in labels:
+            self.query(f"MATCH (n:{quote_name(label)}) DETACH DELETE n")
 
     def persist(self, timeout_s: float = 600.0) -> None:
         """Snapshot the graph to disk (BGSAVE, so readers are not blocked) and wait until a
@@ -201,14 +202,6 @@ class FalkorGraph(GraphStore):
 
     def close(self) -> None:
         self._db.connection.close()
-
-
-def quote_name(name: str) -> str:
-    """A label/type/property name as a backtick-quoted Cypher identifier (FalkorDB's parser has no
-    escape for a backtick inside one)."""
-    if "`" in name or not name:
-        raise CypherError(f"FalkorDB cannot use the name {name!r}; rename it without backticks")
-    return f"`{name}`"
 
 
 def to_plain(value: Any) -> Any:
