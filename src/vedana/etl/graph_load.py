@@ -261,7 +261,9 @@ class OwnedTypes:
         }
 
 
-def owned_types(conn: Connection, dm: DataModel | None = None) -> OwnedTypes:
+def owned_types(conn: Connection, dm: DataModel | None = None, *, edges: bool = True) -> OwnedTypes:
+    """`edges=False` leaves out the relationship types (and their scan of the edges table)."""
+
     def per_type(table: str, column: str) -> dict[str, int]:
         rows = conn.exec_driver_sql(
             f"SELECT {column}, count(*) FILTER (WHERE NOT deleted) FROM {table} "
@@ -269,10 +271,12 @@ def owned_types(conn: Connection, dm: DataModel | None = None) -> OwnedTypes:
         )
         return {name: int(n) for name, n in rows}
 
-    nodes, edges = per_type("nodes", "node_type"), per_type("edges", "edge_label")
+    owned = OwnedTypes(
+        nodes=per_type("nodes", "node_type"), edges=per_type("edges", "edge_label") if edges else {}
+    )
     if dm is not None:
         for anchor in dm.anchors:
-            nodes.setdefault(anchor.noun, 0)
-        for link in dm.links:
-            edges.setdefault(link.sentence, 0)
-    return OwnedTypes(nodes=nodes, edges=edges)
+            owned.nodes.setdefault(anchor.noun, 0)
+        for link in dm.links if edges else ():
+            owned.edges.setdefault(link.sentence, 0)
+    return owned

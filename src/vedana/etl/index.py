@@ -282,8 +282,8 @@ def _apply(
         # Graph: nodes, edges, deletions; then a cheap check that it holds what staging says.
         # Only vedana's own labels are cleared or counted: a shared server keeps other data.
         t0 = time.perf_counter()
-        owned = owned_types(conn, dm)
-        for name in (*owned.nodes, *owned.edges):
+        owned = owned_types(conn, dm, edges=False)  # the graph check compares nodes only
+        for name in (*owned.nodes, *(link.sentence for link in dm.links)):
             quote_name(name)  # a name no engine can take stops the run before the graph is touched
         rows = _graph_range(start, full)
         if rows.full:
