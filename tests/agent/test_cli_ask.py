@@ -246,22 +246,10 @@ def test_cypher_refuses_writes_and_leaves_the_graph_alone(
 def test_the_trace_on_a_terminal_is_rich_tables(
     cli_env: None, fake_llm: FakeLLM, indexed_kb: DataModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import io
-
-    from rich.console import Console
-
-    from vedana.cli import ask as ask_command
-    from vedana.cli import output
-
     script_quokka_run(fake_llm)
     result = invoke("ask", "Who likes quokkas?", "--json")
     assert result.exit_code == 0, result.stderr
-    screen = io.StringIO()
-    monkeypatch.setattr(output, "stderr_console", lambda: Console(file=screen, width=140, color_system=None))
-
-    ask_command._print_rich_trace(json.loads(result.stdout)["trace"])
-
-    text = screen.getvalue()
+    text = rich_trace(result.stdout, monkeypatch, width=140)
     assert "filter  openai/filter: kept 2/3 anchors" in text
     assert "ignored (not in the data model) anchor_nouns: Griffin" in text
     assert "│ vector_text_search │ Animal.name ≈ 'quokkas'" in text
@@ -274,13 +262,6 @@ def test_the_terminal_trace_shows_queries_and_model_text_as_written(
 ) -> None:
     """Square brackets are Cypher, not rich markup: `[r:LIKES]` must not vanish and a model's
     `[/b]` must not crash the trace."""
-    import io
-
-    from rich.console import Console
-
-    from vedana.cli import ask as ask_command
-    from vedana.cli import output
-
     query = "MATCH (p:Person)-[r:LIKES]->(a) RETURN p.id, [x IN labels(a) | x] AS l ORDER BY p.id"
     fake_llm.filter.append(
         structured(
@@ -300,12 +281,7 @@ def test_the_terminal_trace_shows_queries_and_model_text_as_written(
     fake_llm.agent.append(answer("done"))
     result = invoke("ask", "Who likes what?", "--json")
     assert result.exit_code == 0, result.stderr
-    screen = io.StringIO()
-    monkeypatch.setattr(output, "stderr_console", lambda: Console(file=screen, width=400, color_system=None))
-
-    ask_command._print_rich_trace(json.loads(result.stdout)["trace"])
-
-    text = screen.getvalue()
+    text = rich_trace(result.stdout, monkeypatch, width=400)
     assert query in text  # whole, brackets included: a wide terminal shows the full query
     assert "reasoning: People [/b] and [bold]animals[/bold]." in text
     assert "anchor_nouns: [red]Griffin" in text
@@ -343,3 +319,20 @@ def test_cypher_table_on_a_terminal_shows_values_as_written(monkeypatch: pytest.
     cypher_command._print_table(["[b]col"], [{"[b]col": "[/x] and [red]y"}, {"[b]col": ["a", "[i]"]}])
     assert "[b]col" in screen.getvalue()
     assert "[/x] and [red]y" in screen.getvalue() and '["a", "[i]"]' in screen.getvalue()
+
+
+def rich_trace(stdout: str, monkeypatch: pytest.MonkeyPatch, width: int) -> str:
+    """The trace of an `ask --json` output as the terminal renderer draws it, without colours."""
+    import io
+
+    from rich.console import Console
+
+    from vedana.cli import ask as ask_command
+    from vedana.cli import output
+
+    screen = io.StringIO()
+    monkeypatch.setattr(
+        output, "stderr_console", lambda: Console(file=screen, width=width, color_system=None)
+    )
+    ask_command._print_rich_trace(json.loads(stdout)["trace"])
+    return screen.getvalue()
