@@ -23,15 +23,15 @@ test: install
 	$(BIN)/python -m pytest -q
 
 lint: install
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 
 format: install
-	$(BIN)/ruff format src tests
-	$(BIN)/ruff check --fix src tests
+	$(BIN)/ruff format src tests bench
+	$(BIN)/ruff check --fix src tests bench
 
 bench: install
-	$(BIN)/python -m vedana.bench
+	$(BIN)/python -m bench
 
 # The embedded servers outlive every command: stop them before their data dirs go.
 clean:

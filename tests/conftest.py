@@ -96,7 +96,7 @@ def pg_engine(settings: Settings):  # -> sqlalchemy.Engine
 @pytest.fixture(scope="session")
 def session_graph(settings: Settings) -> Iterator[GraphStore]:
     """The embedded FalkorDB graph, shared by the whole session and never cleared."""
-    from vedana.stores.graph import open_graph
+    from vedana.stores.graph_factory import open_graph
 
     store = open_graph(settings)
     try:

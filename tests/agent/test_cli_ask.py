@@ -168,7 +168,7 @@ def test_no_secret_and_no_vector_reaches_the_output(
     assert human.exit_code == 0, human.stderr
     assert machine.exit_code == 0, machine.stderr
     assert (
-        fake_llm.headers[0]["Authorization"] == f"Bearer {OPENAI_SECRET}"
+        fake_llm.headers[0]["authorization"] == f"Bearer {OPENAI_SECRET}"
     )  # the real key went to the provider
     tool_texts = [m["content"] for m in fake_llm.agent_requests[1]["messages"] if m["role"] == "tool"]
     assert "<384 floats omitted>" in tool_texts[0] and "0.123456789" not in "".join(tool_texts)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vedana.agent.cypher_guard import ensure_read_only, refusal_reason
 from vedana.agent.tools import run_cypher
+from vedana.cypher.guard import ensure_read_only, refusal_reason
 from vedana.errors import CypherError, CypherWriteRefused
 from vedana.stores.graph import GraphStore
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vedana.cypher_text import first_word, return_columns
+from vedana.cypher.text import first_word, return_columns
 
 
 @pytest.mark.parametrize(

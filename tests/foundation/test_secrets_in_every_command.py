@@ -87,7 +87,7 @@ def test_no_command_prints_or_logs_a_secret(
         _assert_clean(out.stdout + out.stderr, f"vedana {' '.join(args)}")
     # The secrets were really in play: Grist and the LLM saw them.
     assert grist.requests, "sync never reached the fake Grist server"
-    assert any(h.get("Authorization") == f"Bearer {OPENAI_KEY}" for h in llm.headers)
+    assert any(h.get("authorization") == f"Bearer {OPENAI_KEY}" for h in llm.headers)
 
     for log in vedana_home.rglob("*.log"):
         _assert_clean(log.read_text(errors="replace"), str(log))

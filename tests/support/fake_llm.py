@@ -152,7 +152,8 @@ class FakeLLM:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with fake._lock:
-                    fake.headers.append(dict(self.headers))
+                    # Header names are case-insensitive; clients differ in how they spell them.
+                    fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                 reply = fake._next_reply(body)
                 if "error" in reply:
                     err = {"message": reply["error"], "type": "invalid_request_error"}

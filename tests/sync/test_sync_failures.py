@@ -26,10 +26,10 @@ from support.sync_kb import (
 )
 from vedana.config import Settings
 from vedana.errors import GristAuthError, GristError, GristNotFound, SourceError
-from vedana.etl.sources.grist_api import GristApiSource
-from vedana.etl.sources.grist_csv import GristCsvSource
-from vedana.etl.sources.grist_http import GristClient
 from vedana.etl.sync import sync
+from vedana.sources.grist_api import GristApiSource
+from vedana.sources.grist_csv import GristCsvSource
+from vedana.sources.grist_http import GristClient
 from vedana.stores.run_log import recent_runs
 
 

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from vedana.datamodel import Anchor, Attribute, DataModel, Link
-from vedana.etl.data_model import read_data_model
-from vedana.etl.dtypes import CastError, cast_value
+from vedana.datamodel.dtypes import CastError, cast_value
+from vedana.datamodel.read import read_data_model
 from vedana.etl.normalize import Normalizer, plan_tables
 from vedana.etl.report import SyncReport
-from vedana.etl.sources import CELL_ERROR, Column, RawTable, Ref
-from vedana.etl.sources.cells import decode_marshal, from_api, from_sqlite, from_text, split_list, unbuffer
-from vedana.etl.sources.csv_folder import CsvFolderSource
+from vedana.sources import CELL_ERROR, Column, RawTable, Ref
+from vedana.sources.cells import decode_marshal, from_api, from_sqlite, from_text, split_list, unbuffer
+from vedana.sources.csv_folder import CsvFolderSource
 
 
 class MemorySource:

@@ -96,8 +96,8 @@ def test_records_endpoint_with_error_cells(
 ) -> None:
     """Data read through `/records` instead of `/sql`, with errors sent as `["E", …]` cells
     (older servers) instead of `null` + `errors`: the same result."""
-    from vedana.etl.sources.grist_api import GristApiSource
-    from vedana.etl.sources.grist_http import GristClient
+    from vedana.sources.grist_api import GristApiSource
+    from vedana.sources.grist_http import GristClient
 
     model.error_style = data.error_style = "E"
     client = GristClient(fake.url, data.doc_id, api_settings.grist_api_key.get_secret_value())

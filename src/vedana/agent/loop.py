@@ -180,7 +180,7 @@ def ask(
         with engine.connect() as conn:
             dm = load_data_model(conn)
         if graph is None:
-            from vedana.stores.graph import open_graph
+            from vedana.stores.graph_factory import open_graph
 
             graph = stack.enter_context(open_graph(settings))
 

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from vedana.agent.cypher_guard import ensure_read_only, without_final_semicolon
 from vedana.agent.trace import ToolCallTrace
+from vedana.cypher.guard import ensure_read_only, without_final_semicolon
 from vedana.errors import CypherError, CypherWriteRefused, VedanaError
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ def cypher(
     from vedana.agent.tools import run_cypher
     from vedana.cli.output import info, print_json
     from vedana.config import get_settings
-    from vedana.stores.graph import open_graph
+    from vedana.stores.graph_factory import open_graph
 
     settings = get_settings()
     with open_graph(settings) as graph:

@@ -164,7 +164,7 @@ def index(
     progress: Progress = on_progress or (lambda stage, done, total: None)
     own_graph = graph is None
     if graph is None:
-        from vedana.stores.graph import open_graph
+        from vedana.stores.graph_factory import open_graph
 
         graph = open_graph(settings)
     try:

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vedana.datamodel import Anchor, Attribute, DataModel, Link
-from vedana.etl.dtypes import CastError, canonical_dtype, cast_value, is_empty, number_text
+from vedana.datamodel.dtypes import CastError, canonical_dtype, cast_value, is_empty, number_text
+from vedana.datamodel.report import BLANK_ROW
 from vedana.etl.report import (
-    BLANK_ROW,
     DANGLING,
     DUPLICATE_ID,
     FORMULA_ERROR,
@@ -46,8 +46,8 @@ from vedana.etl.report import (
     SyncReport,
     TypeReport,
 )
-from vedana.etl.sources.base import CELL_ERROR, Column, RawTable, Ref, Source, is_helper_column
-from vedana.etl.sources.cells import split_list
+from vedana.sources.base import CELL_ERROR, Column, RawTable, Ref, Source, is_helper_column
+from vedana.sources.cells import split_list
 
 ANCHOR_PREFIX = "Anchor_"
 LINK_PREFIX = "Link_"

@@ -6,8 +6,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from vedana.datamodel.report import DataModelReport
+
 # Why a row (or a reference) did not become a node/edge. Keys of `TypeReport.skipped`.
-BLANK_ROW = "blank row"
 MISSING_ID = "missing id"
 DUPLICATE_ID = "duplicate id"
 MISSING_ENDPOINT = "missing endpoint"
@@ -55,22 +56,6 @@ class TypeReport:
             "skipped": dict(sorted(self.skipped.items())),
             "cells": dict(sorted(self.cells.items())),
             "dropped_columns": self.dropped_columns,
-        }
-
-
-@dataclass
-class DataModelReport:
-    counts: dict[str, int] = field(default_factory=dict)  # anchors, links, attributes, …
-    skipped: Counter[str] = field(default_factory=Counter)
-    missing_tables: list[str] = field(default_factory=list)  # optional tables not in the document
-    changed: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **self.counts,
-            "skipped": dict(sorted(self.skipped.items())),
-            "missing_tables": self.missing_tables,
-            "changed": self.changed,
         }
 
 

@@ -21,11 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vedana.datamodel.read import read_data_model
 from vedana.errors import SourceError
-from vedana.etl.data_model import read_data_model
 from vedana.etl.normalize import Normalizer, plan_tables
 from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
-from vedana.etl.sources import Source, open_source
+from vedana.sources import Source, open_source
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection

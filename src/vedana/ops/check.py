@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from vedana.config import Settings
     from vedana.embeddings import Embedder
-    from vedana.etl.sources import Source
+    from vedana.sources import Source
     from vedana.stores.graph import GraphStore
     from vedana.stores.vectors import ModelInfo
 

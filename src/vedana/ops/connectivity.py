@@ -68,7 +68,7 @@ class Services:
 
     def graph(self) -> GraphStore | None:
         def open_it() -> GraphStore:
-            from vedana.stores.graph import open_graph
+            from vedana.stores.graph_factory import open_graph
 
             store = open_graph(self.settings)
             try:
@@ -171,7 +171,7 @@ class _Failed(Exception):
 
 
 def _probe_grist(settings: Settings) -> str:
-    from vedana.etl.sources.grist_http import GristClient
+    from vedana.sources.grist_http import GristClient
 
     key = settings.grist_api_key.get_secret_value() if settings.grist_api_key else None
     docs = {

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vedana.datamodel import Anchor, DataModel, Link
+from vedana.datamodel.read import read_data_model
+from vedana.datamodel.report import BLANK_ROW
 from vedana.errors import ConfigError, VedanaError
-from vedana.etl.data_model import read_data_model
 from vedana.etl.embed_values import NON_TEXT_DTYPES, is_identifier
 from vedana.etl.normalize import (
     ANCHOR_PREFIX,
@@ -32,7 +33,6 @@ from vedana.etl.normalize import (
     plan_tables,
 )
 from vedana.etl.report import (
-    BLANK_ROW,
     DANGLING,
     DUPLICATE_ID,
     FORMULA_ERROR,
@@ -41,8 +41,8 @@ from vedana.etl.report import (
     UNRESOLVED_REF,
     SyncReport,
 )
-from vedana.etl.sources import CELL_ERROR, RawTable, Ref, Source, is_helper_column, open_source
 from vedana.ops.problems import Problem, SectionResult, error, warning
+from vedana.sources import CELL_ERROR, RawTable, Ref, Source, is_helper_column, open_source
 
 if TYPE_CHECKING:
     from vedana.config import Settings

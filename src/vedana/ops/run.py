@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from vedana.config import Settings
     from vedana.embeddings import Embedder
     from vedana.etl.index import IndexReport
-    from vedana.etl.sources import Source
     from vedana.etl.sync import SyncReport
+    from vedana.sources import Source
     from vedana.stores.graph import GraphStore
 
 log = logging.getLogger(__name__)

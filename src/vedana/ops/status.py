@@ -128,7 +128,7 @@ def _graph_counts(settings: Settings, graph: GraphStore | None, owned: OwnedType
     try:
         if graph is not None:
             return graph.counts(owned.nodes, owned.edges)
-        from vedana.stores.graph import open_graph
+        from vedana.stores.graph_factory import open_graph
 
         with open_graph(settings) as store:
             return store.counts(owned.nodes, owned.edges)

@@ -13,12 +13,9 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vedana.errors import CypherError
-
-if TYPE_CHECKING:
-    from vedana.config import Settings
 
 
 @dataclass
@@ -129,16 +126,3 @@ def batched(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str
             batch = []
     if batch:
         yield batch
-
-
-def open_graph(settings: Settings) -> GraphStore:
-    """The configured graph: Memgraph at `MEMGRAPH_URI`, else the embedded FalkorDB."""
-    if settings.uses_embedded_graph:
-        from vedana.stores.graph_falkordb import FalkorGraph
-
-        return FalkorGraph.embedded(settings.home)
-    from vedana.stores.graph_bolt import BoltGraph
-
-    assert settings.memgraph_uri is not None
-    password = settings.memgraph_pwd.get_secret_value() if settings.memgraph_pwd else None
-    return BoltGraph(settings.memgraph_uri, settings.memgraph_user, password)

@@ -5,7 +5,7 @@ the rest are discarded on the server.
 
 `read_only` opens a READ-access session (Bolt `mode: "r"`), which Neo4j enforces but Memgraph
 does not (it uses the mode to pick a storage accessor and, in a cluster, to route to a replica:
-memgraph/memgraph#2777). The Cypher guard (`vedana.agent.cypher_guard`) that runs before any agent
+memgraph/memgraph#2777). The Cypher guard (`vedana.cypher.guard`) that runs before any agent
 or CLI query is the first defence; as the engine-level one, a read-only query also runs in an
 explicit transaction that is always rolled back: a data change that got past the guard is undone,
 and Memgraph refuses index, constraint and admin statements inside such a transaction. `SHOW ...`

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from vedana.cypher_text import first_word, return_columns
+from vedana.cypher.text import first_word, return_columns
 from vedana.errors import CypherError, ServiceError
 from vedana.redaction import redact
 from vedana.stores.embedded_falkordb import RESULTSET_CEILING

@@ -1,7 +1,7 @@
 """Reading Cypher text the way a parser sees it: tokens (strings, backticked names and comments
 understood), and the column names of a query's final RETURN.
 
-Used by the read-only guard (`vedana.agent.cypher_guard`) and by the FalkorDB adapter, which
+Used by the read-only guard (`vedana.cypher.guard`) and by the FalkorDB adapter, which
 needs a query's column order to cap its rows on the server.
 """
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from vedana.errors import SourceError
-from vedana.etl.sources.base import Column, RawTable, files_digest
-from vedana.etl.sources.cells import from_text
-from vedana.etl.sources.csv_rows import csv_records
+from vedana.sources.base import Column, RawTable, files_digest
+from vedana.sources.cells import from_text
+from vedana.sources.csv_rows import csv_records
 
 
 class CsvFolderSource:

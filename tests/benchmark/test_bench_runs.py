@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from vedana.bench.__main__ import main, parse_size
-from vedana.bench.runner import PHASES, BenchConfig
+from bench.__main__ import main, parse_size
+from bench.runner import PHASES, BenchConfig
 from vedana.errors import ConfigError
 
 ROWS = 300

@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from typing import Any, Literal
 from urllib.parse import quote
 
-from vedana.etl.sources.base import CELL_ERROR, RawTable
-from vedana.etl.sources.cells import from_api, from_sqlite, unbuffer
-from vedana.etl.sources.grist_file import quote_ident
-from vedana.etl.sources.grist_http import GristClient
-from vedana.etl.sources.grist_meta import TableMeta, build_meta
+from vedana.sources.base import CELL_ERROR, RawTable
+from vedana.sources.cells import from_api, from_sqlite, unbuffer
+from vedana.sources.grist_file import quote_ident
+from vedana.sources.grist_http import GristClient
+from vedana.sources.grist_meta import TableMeta, build_meta
 
 DEFAULT_PAGE_SIZE = 5000
 

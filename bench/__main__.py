@@ -1,10 +1,10 @@
-"""`python -m vedana.bench` (what `make bench` runs): the benchmark, a table on stdout, a JSON file.
+"""`python -m bench` (what `make bench` runs): the benchmark, a table on stdout, a JSON file.
 
 Examples:
-    python -m vedana.bench                               # 1k, 10k, 100k people rows, every phase
-    python -m vedana.bench --large                       # adds 300k and 1M
-    python -m vedana.bench --sizes 50k --phases sync,index --shape regulations
-    python -m vedana.bench --sizes 10k --phases sync-grist --out /tmp/grist.json
+    python -m bench                               # 1k, 10k, 100k people rows, every phase
+    python -m bench --large                       # adds 300k and 1M
+    python -m bench --sizes 50k --phases sync,index --shape regulations
+    python -m bench --sizes 10k --phases sync-grist --out /tmp/grist.json
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from vedana.bench.generate import SHAPES
-from vedana.bench.runner import DEFAULT_PHASES, DEFAULT_SIZES, LARGE_SIZES, PHASES, BenchConfig
+from bench.generate import SHAPES
+from bench.runner import DEFAULT_PHASES, DEFAULT_SIZES, LARGE_SIZES, PHASES, BenchConfig
 from vedana.errors import ConfigError, VedanaError
 
 DEFAULT_OUT = Path("bench/results/latest.json")
@@ -36,7 +36,7 @@ def parse_size(text: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m vedana.bench",
+        prog="python -m bench",
         description="Benchmark sync, index, search and ask on synthetic knowledge bases, each size in a "
         "fresh VEDANA_HOME on the embedded services. Prints tables; writes JSON.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -121,8 +121,8 @@ class ConsoleStatus:
 def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
-    from vedana.bench.report import markdown, render, write_json
-    from vedana.bench.runner import run
+    from bench.report import markdown, render, write_json
+    from bench.runner import run
 
     args = _parser().parse_args(argv)
     status = ConsoleStatus()

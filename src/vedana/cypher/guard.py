@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 
-from vedana.cypher_text import MalformedCypher, Token, fold, tokenize
+from vedana.cypher.text import MalformedCypher, Token, fold, tokenize
 from vedana.errors import CypherWriteRefused
 
 # Clauses and statements that change data, schema, users or the server.

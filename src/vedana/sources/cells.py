@@ -20,7 +20,7 @@ import struct
 from datetime import UTC, date, datetime
 from typing import Any
 
-from vedana.etl.sources.base import CELL_ERROR, Column, Ref
+from vedana.sources.base import CELL_ERROR, Column, Ref
 
 # --- Python marshal (the subset Grist writes), decoded without `marshal.loads` --------------
 # `marshal` is not meant for data one did not write oneself; this reader understands only

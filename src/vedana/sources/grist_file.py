@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from vedana.errors import SourceError
-from vedana.etl.sources.base import RawTable, files_digest
-from vedana.etl.sources.cells import from_sqlite
-from vedana.etl.sources.grist_meta import TableMeta, build_meta
+from vedana.sources.base import RawTable, files_digest
+from vedana.sources.cells import from_sqlite
+from vedana.sources.grist_meta import TableMeta, build_meta
 
 
 def quote_ident(name: str) -> str:

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vedana.bench.edit import edit_csv_folder
-from vedana.bench.generate import generate
-from vedana.bench.local_embed import LocalModelProcess
-from vedana.bench.measure import Meter, Phase, StageClock
+from bench.edit import edit_csv_folder
+from bench.generate import generate
+from bench.local_embed import LocalModelProcess
+from bench.measure import Meter, Phase, StageClock
 from vedana.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -382,7 +382,7 @@ class SizeRun:
         )  # fmt: skip
 
     def _phase_search(self) -> None:
-        from vedana.bench.probes import probe_search
+        from bench.probes import probe_search
 
         assert self._engine is not None
         with self.meter.phase("search") as phase:
@@ -392,8 +392,8 @@ class SizeRun:
         self._say("search", entry, f"p50 {lat.get('p50_ms', 0):.1f} ms, p95 {lat.get('p95_ms', 0):.1f} ms")
 
     def _phase_cypher(self) -> None:
-        from vedana.bench.probes import probe_cypher
-        from vedana.stores.graph import open_graph
+        from bench.probes import probe_cypher
+        from vedana.stores.graph_factory import open_graph
 
         assert self._engine is not None
         with self.meter.phase("cypher") as phase, open_graph(self.settings) as graph:
@@ -407,7 +407,7 @@ class SizeRun:
         )  # fmt: skip
 
     def _phase_ask(self) -> None:
-        from vedana.bench.probes import probe_ask
+        from bench.probes import probe_ask
 
         assert self._engine is not None
         with self.meter.phase("ask") as phase:
@@ -486,7 +486,7 @@ class SizeRun:
 
 def run(config: BenchConfig, *, status: Status, progress: Progress) -> dict[str, Any]:
     """Run every size; the results as a JSON-able dict."""
-    from vedana.bench.machine import machine_end, machine_info
+    from bench.machine import machine_end, machine_info
 
     if not config.sizes:
         raise ConfigError("no sizes to run; pass --sizes, e.g. --sizes 1k,10k")

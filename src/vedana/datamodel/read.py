@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from vedana.datamodel import Anchor, Attribute, DataModel, LifecycleEvent, Link, Prompt, Query
+from vedana.datamodel.dtypes import as_text, canonical_dtype, is_empty
+from vedana.datamodel.report import BLANK_ROW, DataModelReport
 from vedana.errors import SourceError
-from vedana.etl.dtypes import as_text, canonical_dtype, is_empty
-from vedana.etl.report import BLANK_ROW, DataModelReport
-from vedana.etl.sources.base import CELL_ERROR, RawTable, Ref, Source
-from vedana.etl.sources.cells import parse_bool_text
+from vedana.sources.base import CELL_ERROR, RawTable, Ref, Source
+from vedana.sources.cells import parse_bool_text
 
 REQUIRED = "Anchors"
 OPTIONAL = ("Anchor_attributes", "Links", "Link_attributes", "Queries", "Prompts", "ConversationLifecycle")

@@ -11,7 +11,7 @@ import math
 from datetime import UTC, date, datetime
 from typing import Any
 
-from vedana.etl.sources.cells import epoch_to_date, epoch_to_datetime, parse_bool_text, split_list
+from vedana.sources.cells import epoch_to_date, epoch_to_datetime, parse_bool_text, split_list
 
 _ALIASES = {
     "": "",

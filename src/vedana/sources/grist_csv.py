@@ -16,11 +16,11 @@ from typing import Any
 import urllib3
 
 from vedana.errors import GristError
-from vedana.etl.sources.base import Column, RawTable
-from vedana.etl.sources.cells import from_text
-from vedana.etl.sources.csv_rows import csv_records
-from vedana.etl.sources.grist_api import GristApiSource
-from vedana.etl.sources.grist_http import TRANSIENT_ERRORS, GristClient
+from vedana.sources.base import Column, RawTable
+from vedana.sources.cells import from_text
+from vedana.sources.csv_rows import csv_records
+from vedana.sources.grist_api import GristApiSource
+from vedana.sources.grist_http import TRANSIENT_ERRORS, GristClient
 
 # A body cut off mid-stream surfaces from urllib3/http.client, not as a requests error.
 DOWNLOAD_ERRORS = (

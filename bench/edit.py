@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vedana.bench.generate import (
+from bench.generate import (
     PEOPLE_ANCHORS,
     PEOPLE_LINKS,
     REGULATIONS_ANCHORS,

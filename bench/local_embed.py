@@ -9,20 +9,22 @@ request `{"texts": [...], "queries": n}` on stdin with one line: embedding secon
 over batches cut and ordered as `vedana index` does (shortest first, after one warm-up batch),
 single-text latency, CPU seconds and peak RSS during the request.
 
-    python -m vedana.bench.local_embed [--model all-MiniLM-L6-v2]
+    python -m bench.local_embed [--model all-MiniLM-L6-v2]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import IO, Any
 
-from vedana.bench.measure import high_water_kb, percentiles, reset_high_water
+from bench.measure import high_water_kb, percentiles, reset_high_water
 from vedana.errors import VedanaError
 
 
@@ -89,6 +91,15 @@ def serve(model: str) -> int:
     return 0
 
 
+def _env_with_repo_on_path() -> dict[str, str]:
+    """`bench` lives in the repository, not in the installed wheel: the child finds it through
+    PYTHONPATH whatever its working directory is."""
+    repo = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 class LocalModelProcess:
     """The parent's handle on the child: started on first use, stopped by `close()`."""
 
@@ -104,8 +115,9 @@ class LocalModelProcess:
         if self._child is None:
             self._stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115  (closed in close())
             self._child = subprocess.Popen(
-                [sys.executable, "-m", "vedana.bench.local_embed", "--model", self.model],
+                [sys.executable, "-m", "bench.local_embed", "--model", self.model],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
+                env=_env_with_repo_on_path(),
             )  # fmt: skip
             self.ready = self._read()
         assert self._child.stdin is not None
@@ -147,7 +159,7 @@ class LocalModelProcess:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vedana.bench.local_embed")
+    parser = argparse.ArgumentParser(prog="python -m bench.local_embed")
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     return serve(parser.parse_args(argv).model)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vedana.bench.generate import generate, main, people, regulations
+from bench.generate import generate, main, people, regulations
 from vedana.errors import ConfigError
 
 SHAPES = ("people", "regulations")

@@ -23,7 +23,7 @@ Formats, both readable as a Grist source:
 
 Rows are generated lazily and written in batches, so memory stays flat at any size.
 
-CLI: python -m vedana.bench.generate --shape people --rows 100000 --seed 1 --out /tmp/kb --format both
+CLI: python -m bench.generate --shape people --rows 100000 --seed 1 --out /tmp/kb --format both
 """
 
 from __future__ import annotations
@@ -919,7 +919,7 @@ def _prepare_out(out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m vedana.bench.generate",
+        prog="python -m bench.generate",
         description="Write a synthetic knowledge base (Grist-style CSV folder and/or .grist files).",
     )
     parser.add_argument("--shape", choices=SHAPES, default="people")

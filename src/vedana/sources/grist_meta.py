@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from vedana.etl.sources.base import Column
+from vedana.sources.base import Column
 
 
 @dataclass(frozen=True)

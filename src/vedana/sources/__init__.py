@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from vedana.errors import ConfigError, SourceError
-from vedana.etl.sources.base import CELL_ERROR, Column, RawTable, Ref, Source, is_helper_column
+from vedana.sources.base import CELL_ERROR, Column, RawTable, Ref, Source, is_helper_column
 
 if TYPE_CHECKING:
     from vedana.config import Settings
@@ -46,11 +46,11 @@ def open_source(
         return _server_source(doc_id, role=role, settings=settings, csv=csv)
     path = Path(spec).expanduser()
     if path.is_dir():
-        from vedana.etl.sources.csv_folder import CsvFolderSource
+        from vedana.sources.csv_folder import CsvFolderSource
 
         return CsvFolderSource(path)
     if path.suffix.lower() == ".grist":
-        from vedana.etl.sources.grist_file import GristFileSource
+        from vedana.sources.grist_file import GristFileSource
 
         return GristFileSource(path)
     text = str(spec)
@@ -63,9 +63,9 @@ def open_source(
 
 
 def _server_source(doc_id: str, *, role: Role, settings: Settings, csv: bool) -> Source:
-    from vedana.etl.sources.grist_api import GristApiSource
-    from vedana.etl.sources.grist_csv import GristCsvSource
-    from vedana.etl.sources.grist_http import GristClient
+    from vedana.sources.grist_api import GristApiSource
+    from vedana.sources.grist_csv import GristCsvSource
+    from vedana.sources.grist_http import GristClient
 
     if not settings.grist_server_url:
         raise ConfigError(f"set GRIST_SERVER_URL to read Grist document {doc_id!r}")

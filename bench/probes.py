@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
-from vedana.bench.measure import percentiles
+from bench.measure import percentiles
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -156,8 +156,8 @@ def probe_ask(settings: Settings, engine: Engine, shape: str, n: int) -> dict[st
     """`ask` end to end with the instant model: filter call, one round of two tools run side by
     side (vector search + Cypher lookup), final answer. The trace splits total time into time in
     LLM calls (HTTP round trips through litellm) and the rest, which is vedana's own overhead."""
+    from bench.instant_llm import InstantLLM, Script
     from vedana.agent import ask
-    from vedana.bench.instant_llm import InstantLLM, Script
     from vedana.etl.embed_values import embed_targets
     from vedana.stores.staging import load_data_model
 
