@@ -8,7 +8,6 @@ becomes a short "not found" reply with suggestions.
 
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from vedana.config import Settings
     from vedana.embeddings.base import Embedder
     from vedana.stores.graph import GraphStore
+    from vedana.stores.vectors import Retriever
 
 MAX_PARALLEL_TOOLS = 8
 
@@ -126,27 +126,11 @@ class Agent:
         return response.choices[0].message.content or ""
 
 
-def _vector_search(settings: Settings, engine: Engine, embedder: Embedder | None) -> VectorSearchFn:
-    """Embed the text and search pgvector. The embedder loads, and is checked against the model
-    the index was built with, on the first search only."""
-    lock = threading.Lock()
-    ready: dict[str, Any] = {}
+def _retriever(stack: ExitStack, settings: Settings, engine: Engine, embedder: Embedder | None) -> Retriever:
+    """The shared retrieval path; its connection goes back to the pool when the answer is done."""
+    from vedana.stores.vectors import Retriever
 
-    def search(kind: str, label: str, attribute: str, text: str, threshold: float, top_n: int) -> list[Any]:
-        from vedana.stores.vectors import VectorStore, check_model
-
-        store = VectorStore(engine)
-        with lock:
-            if "embedder" not in ready:
-                from vedana.embeddings import get_embedder
-
-                chosen = embedder or get_embedder(settings)
-                check_model(store.model(), chosen)
-                ready["embedder"] = chosen
-        [vector] = ready["embedder"].embed([text])
-        return store.search(kind, label, attribute, vector, threshold=threshold, top_n=top_n)
-
-    return search
+    return stack.enter_context(Retriever(settings, engine, embedder))
 
 
 def ask(
@@ -199,7 +183,7 @@ def ask(
             settings,
             filtered.data_model,
             graph,
-            vector_search or _vector_search(settings, engine, embedder),
+            vector_search or _retriever(stack, settings, engine, embedder).search,
             fallback_dm=dm,
         )
         system = system_prompt(templates, settings, filtered)

@@ -42,17 +42,15 @@ def search(
     from vedana.config import get_settings
     from vedana.stores.postgres import get_engine
     from vedana.stores.staging import load_data_model
-    from vedana.stores.vectors import VectorStore, find_target, search_params, search_text
+    from vedana.stores.vectors import Retriever, find_target
 
     settings = get_settings()
     engine = get_engine(settings)
     with engine.connect() as conn:
         target = find_target(load_data_model(conn), label, property)
-    model = VectorStore(engine).model()
-    threshold, top_n = search_params(
-        settings, target.attribute, model.model, threshold=threshold, top_n=top_n
-    )
-    hits = search_text(settings, label, property, text, threshold=threshold, top_n=top_n, engine=engine)
+    with Retriever(settings, engine) as retriever:
+        threshold, top_n, hits = retriever.search_target(target, text, threshold=threshold, top_n=top_n)
+        model = retriever.store.model()
     if json_:
         print_json(
             {

@@ -12,9 +12,10 @@ changes; the model and dimension are recorded in `vedana_state` under `embedding
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from vedana.errors import EmbeddingError, NotIndexed, VedanaError
 
@@ -261,18 +262,38 @@ def _vector_literal(vector: Sequence[float]) -> str:
 
 
 class VectorStore:
-    """Reads the embedding tables. Construct with an engine; nothing connects until a call."""
+    """Reads the embedding tables. Construct with an engine; nothing connects until a call.
+
+    A search is one statement, one round trip: what does not change between searches is cached
+    here (the recorded model, hence the tables' existence) or set once on a connection this
+    store holds in autocommit mode (no BEGIN/COMMIT; the HNSW session settings). `close()` gives
+    the connection back to the pool."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._iterative_scan: bool | None = None
+        self._info: ModelInfo | None = None
+        self._conn: Connection | None = None
+        self._ef_search: int | None = None  # what the held connection's session has
+        self._lock = threading.Lock()  # the agent searches from parallel threads
 
     def model(self) -> ModelInfo:
-        with self.engine.connect() as conn:
-            info = recorded_model(conn)
-        if info is None:
-            raise NotIndexed()
-        return info
+        if self._info is None:
+            with self.engine.connect() as conn:
+                info = recorded_model(conn)
+            if info is None:
+                raise NotIndexed()
+            self._info = info
+        return self._info
+
+    def close(self) -> None:
+        with self._lock:
+            self._release()
+
+    def __enter__(self) -> VectorStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def search(
         self,
@@ -286,48 +307,88 @@ class VectorStore:
     ) -> list[VectorHit]:
         """The `top_n` values of `label.attribute` most similar to `vector` with cosine similarity
         of at least `threshold`, best first."""
+        from sqlalchemy.exc import DBAPIError
+
         if kind not in ("node", "edge"):
             raise ValueError(f"kind must be 'node' or 'edge', not {kind!r}")
-        with self.engine.begin() as conn:
-            info = recorded_model(conn)
-            if info is None:
-                raise NotIndexed()
-            if len(vector) != info.dim:
-                raise EmbeddingError(
-                    f"the search vector has {len(vector)} dimensions but the index holds "
-                    f"{info.describe()} vectors; embed the query with the same model"
-                )
-            self._tune_scan(conn, top_n)
-            sql = _NODE_SEARCH if kind == "node" else _EDGE_SEARCH
-            expr = _vector_expr(info.dim)
-            query_expr = (
-                "%(vector)s::vector" if info.dim <= HNSW_MAX_DIM else f"%(vector)s::halfvec({info.dim})"
+        try:
+            return self._search_once(kind, label, attribute, vector, threshold=threshold, top_n=top_n)
+        except DBAPIError:
+            # A lost connection, or tables rebuilt by an index since the model was cached:
+            # start afresh once (model() raises NotIndexed if the tables are gone).
+            with self._lock:
+                self._release()
+            self._info = None
+            return self._search_once(kind, label, attribute, vector, threshold=threshold, top_n=top_n)
+
+    def _search_once(
+        self, kind: Kind, label: str, attribute: str, vector: Sequence[float], *, threshold: float, top_n: int
+    ) -> list[VectorHit]:
+        info = self.model()
+        if len(vector) != info.dim:
+            raise EmbeddingError(
+                f"the search vector has {len(vector)} dimensions but the index holds "
+                f"{info.describe()} vectors; embed the query with the same model"
             )
+        sql = _NODE_SEARCH if kind == "node" else _EDGE_SEARCH
+        query_expr = "%(vector)s::vector" if info.dim <= HNSW_MAX_DIM else f"%(vector)s::halfvec({info.dim})"
+        params = {
+            "label": label,
+            "attribute": attribute,
+            "vector": _vector_literal(vector),
+            "top_n": max(int(top_n), 0),
+            "threshold": float(threshold),
+        }
+        with self._lock:
+            conn = self._connection()
+            self._tune_scan(conn, top_n)
             rows = conn.exec_driver_sql(
-                sql.format(distance=f"{expr} <=> {query_expr}"),
-                {
-                    "label": label,
-                    "attribute": attribute,
-                    "vector": _vector_literal(vector),
-                    "top_n": max(int(top_n), 0),
-                    "threshold": float(threshold),
-                },
+                sql.format(distance=f"{_vector_expr(info.dim)} <=> {query_expr}"), params
             ).mappings()
             return [_hit(kind, label, attribute, row) for row in rows]
+
+    def _connection(self) -> Connection:
+        if self._conn is None or self._conn.closed or self._conn.invalidated:
+            self._conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            self._ef_search = None
+        return self._conn
+
+    def _release(self) -> None:
+        if self._conn is not None:
+            self._conn.close()  # the pool resets the isolation level
+        self._conn, self._ef_search = None, None
 
     def _tune_scan(self, conn: Connection, top_n: int) -> None:
         """A wider HNSW candidate list than pgvector's default of 40 (better recall, about the same
         latency); and since filtered scans can stop short of `top_n` rows, pgvector ≥ 0.8 is told
-        to keep scanning."""
-        if self._iterative_scan is None:
-            version = conn.exec_driver_sql(
-                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-            ).scalar()
-            parts = tuple(int(p) for p in str(version or "0").split(".")[:2] if p.isdigit())
-            self._iterative_scan = parts >= (0, 8)
-        conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {max(100, min(int(top_n) * 4, 1000))}")
-        if self._iterative_scan:
-            conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = strict_order")
+        to keep scanning. Session settings, sent only when they change (they only steer HNSW
+        scans, so the pooled connection may keep them)."""
+        ef_search = max(100, min(int(top_n) * 4, 1000))
+        if ef_search == self._ef_search:
+            return
+        if _iterative_scan_supported(self.engine, conn):
+            conn.exec_driver_sql(
+                "SELECT set_config('hnsw.ef_search', %(ef)s, false), "
+                "set_config('hnsw.iterative_scan', 'strict_order', false)",
+                {"ef": str(ef_search)},
+            )
+        else:
+            conn.exec_driver_sql("SELECT set_config('hnsw.ef_search', %(ef)s, false)", {"ef": str(ef_search)})
+        self._ef_search = ef_search
+
+
+_iterative_scan: dict[str, bool] = {}  # per database URL, for the process
+
+
+def _iterative_scan_supported(engine: Engine, conn: Connection) -> bool:
+    key = engine.url.render_as_string(hide_password=True)
+    if key not in _iterative_scan:
+        version = conn.exec_driver_sql(
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+        ).scalar()
+        parts = tuple(int(p) for p in str(version or "0").split(".")[:2] if p.isdigit())
+        _iterative_scan[key] = parts >= (0, 8)
+    return _iterative_scan[key]
 
 
 # Nearest `top_n` first (the HNSW index serves the ORDER BY), then the threshold and the
@@ -423,6 +484,65 @@ def check_model(index_model: ModelInfo, embedder: Embedder) -> None:
         )
 
 
+class Retriever:
+    """The one retrieval path: question text → embedding → one-statement vector search over a
+    label/attribute with a threshold and top-n. The agent's tool and `vedana search` both use it
+    (so will eval and mcp). The embedder is made, and checked against the model the index holds,
+    on the first search; the store keeps what does not change between searches."""
+
+    def __init__(self, settings: Settings, engine: Engine, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self.store = VectorStore(engine)
+        self._embedder = embedder
+        self._checked = False
+        self._lock = threading.Lock()
+
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                from vedana.embeddings import get_embedder
+
+                self._embedder = get_embedder(self.settings)
+            if not self._checked:
+                check_model(self.store.model(), self._embedder)
+                self._checked = True
+            return self._embedder
+
+    def params(
+        self, attribute: Attribute, *, threshold: float | None, top_n: int | None
+    ) -> tuple[float, int]:
+        return search_params(
+            self.settings, attribute, self.store.model().model, threshold=threshold, top_n=top_n
+        )
+
+    def search(
+        self, kind: str, label: str, attribute: str, text: str, threshold: float, top_n: int
+    ) -> list[VectorHit]:
+        """`kind` is "node" or "edge" (the agent's tool signature, hence positional)."""
+        [vector] = self.embedder().embed([text])
+        return self.store.search(cast(Kind, kind), label, attribute, vector, threshold=threshold, top_n=top_n)
+
+    def search_target(
+        self, target: SearchTarget, text: str, *, threshold: float | None = None, top_n: int | None = None
+    ) -> tuple[float, int, list[VectorHit]]:
+        """Search with the attribute's / settings' threshold and top-n where not given:
+        (threshold, top_n, hits)."""
+        threshold, top_n = self.params(target.attribute, threshold=threshold, top_n=top_n)
+        hits = self.search(
+            target.kind, target.label, target.attribute.name, text, threshold=threshold, top_n=top_n
+        )
+        return threshold, top_n, hits
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Retriever:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def search_text(
     settings: Settings,
     label: str,
@@ -441,17 +561,7 @@ def search_text(
         from vedana.stores.postgres import get_engine
 
         engine = get_engine(settings)
-    if embedder is None:
-        from vedana.embeddings import get_embedder
-
-        embedder = get_embedder(settings)
     with engine.connect() as conn:
         target = find_target(load_data_model(conn), label, attribute)
-    store = VectorStore(engine)
-    index_model = store.model()
-    check_model(index_model, embedder)
-    threshold, top_n = search_params(
-        settings, target.attribute, index_model.model, threshold=threshold, top_n=top_n
-    )
-    vector = embedder.embed([text])[0]
-    return store.search(target.kind, label, attribute, vector, threshold=threshold, top_n=top_n)
+    with Retriever(settings, engine, embedder) as retriever:
+        return retriever.search_target(target, text, threshold=threshold, top_n=top_n)[2]
