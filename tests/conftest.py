@@ -24,9 +24,11 @@ def _reset_caches() -> None:
 
 
 def _stop_services(home: Path) -> None:
+    from vedana.embeddings.service import stop_model_service
     from vedana.stores.embedded_falkordb import stop_falkordb
     from vedana.stores.embedded_postgres import stop_postgres
 
+    stop_model_service(home)
     stop_falkordb(home)
     stop_postgres(home)
 

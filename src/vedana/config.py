@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     embeddings_dim: int | None = None
     embeddings_threshold: float | None = None
     embeddings_top_n: int = 10
+    # The warm local-model service stops after this many idle seconds; 0 loads the model in-process.
+    vedana_model_idle_s: float = 900.0
     # Base URL for an OpenAI-compatible provider (also read as OPENAI_API_BASE by litellm itself).
     llm_api_base: str | None = Field(
         default=None, validation_alias=AliasChoices("VEDANA_LLM_API_BASE", "LLM_API_BASE")

@@ -56,6 +56,7 @@ def test_status_start_stop_json(cli_home: Path) -> None:
     assert _invoke("--home", str(cli_home), "services", "stop", "--json") == {
         "postgres": False,
         "falkordb": True,
+        "model": False,
     }
     after = _invoke("--home", str(cli_home), "services", "status", "--json")
     assert after["falkordb"]["running"] is False and after["falkordb"]["pid"] is None
@@ -66,7 +67,11 @@ def test_status_plain_text_lists_both_services(cli_home: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == f"home\t{cli_home}"
-    assert [line.split("\t")[:2] for line in lines[1:3]] == [["postgres", "stopped"], ["falkordb", "stopped"]]
+    assert [line.split("\t")[:2] for line in lines[1:4]] == [
+        ["postgres", "stopped"],
+        ["falkordb", "stopped"],
+        ["model", "stopped"],
+    ]
 
 
 def test_stop_rejects_unknown_service(cli_home: Path) -> None:

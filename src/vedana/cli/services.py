@@ -1,4 +1,4 @@
-"""`vedana services status|start|stop`: the embedded Postgres and FalkorDB processes."""
+"""`vedana services status|start|stop`: the embedded Postgres, FalkorDB and local-model processes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 app = typer.Typer(
-    help="The embedded Postgres (+pgvector) and FalkorDB processes under VEDANA_HOME.\n\n"
+    help="The embedded Postgres (+pgvector), FalkorDB and local embedding model processes under VEDANA_HOME.\n\n"
     "They start on first need by any command and keep running between commands.\n\n"
     "Examples:\n\n"
     "    vedana services status\n\n"
@@ -21,17 +21,18 @@ app = typer.Typer(
 class Service(StrEnum):
     postgres = "postgres"
     falkordb = "falkordb"
+    model = "model"
 
 
 ServiceArg = Annotated[
     list[Service] | None,
-    typer.Argument(help="Which services (default: both).", show_default=False),
+    typer.Argument(help="Which services (default: all).", show_default=False),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
 def _chosen(services: list[Service] | None) -> tuple[str, ...]:
-    return tuple(s.value for s in services) if services else ("postgres", "falkordb")
+    return tuple(s.value for s in services) if services else ("postgres", "falkordb", "model")
 
 
 @app.command("status")
@@ -102,7 +103,7 @@ def services_stop(services: ServiceArg = None, json_: JsonOpt = False) -> None:
 
 
 def _print_status(report: dict[str, Any]) -> None:
-    rows = [_status_row(report[name]) for name in ("postgres", "falkordb")]
+    rows = [_status_row(report[name]) for name in ("postgres", "falkordb", "model")]
     if sys.stdout.isatty():
         from rich.table import Table
         from rich.text import Text

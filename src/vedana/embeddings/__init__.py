@@ -45,7 +45,9 @@ def get_embedder(settings: Settings) -> Embedder:
             )
         return HashEmbedder(dim)
     if is_local(name):
-        return LocalEmbedder(name, settings.embeddings_dim)
+        idle_s = settings.vedana_model_idle_s
+        home = settings.home if idle_s > 0 else None  # 0: no service, load in-process
+        return LocalEmbedder(name, settings.embeddings_dim, home=home, idle_s=idle_s)
     from vedana.embeddings.remote import RemoteEmbedder
 
     return RemoteEmbedder(name, settings.embeddings_dim, settings.embeddings_api_base)

@@ -73,14 +73,31 @@ def _load(name: str) -> Any:
         return model
 
 
+_fallback_said = False
+
+
 class LocalEmbedder:
-    """A sentence-transformers model on the CPU; vectors are L2-normalised."""
+    """A sentence-transformers model on the CPU; vectors are L2-normalised.
+
+    With `home`, the model runs in the warm model service of that VEDANA_HOME
+    (`vedana.embeddings.service`), so this process never imports torch; when the service cannot
+    start, the model loads in-process and a warning says so once."""
 
     batch_size = 64
     batch_chars = 64 * 512
 
-    def __init__(self, name: str, dim: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        dim: int | None = None,
+        *,
+        home: Path | None = None,
+        idle_s: float = 900.0,
+        in_process: bool = False,
+    ) -> None:
         self.model = BUNDLED_MODEL if is_bundled(name) else name.strip()
+        self._home = None if in_process else home
+        self._idle_s = idle_s
         self._wanted_dim = dim
         self._dim: int | None = BUNDLED_DIM if is_bundled(name) else None
         if self._dim is not None and dim is not None and dim != self._dim:
@@ -88,6 +105,8 @@ class LocalEmbedder:
 
     @property
     def dim(self) -> int:
+        if self._dim is None and self._home is not None:
+            self._dim = len(self.embed(["dimension probe"])[0])
         if self._dim is None:
             model = _load(self.model)
             getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
@@ -99,6 +118,10 @@ class LocalEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
+        if self._home is not None:
+            vectors = self._embed_in_service(texts)
+            if vectors is not None:
+                return vectors
         model = _load(self.model)
         matrix = model.encode(
             list(texts),
@@ -110,6 +133,27 @@ class LocalEmbedder:
         vectors = matrix.tolist()
         check_vectors(self.model, self.dim, len(texts), vectors)
         return vectors
+
+    def _embed_in_service(self, texts: Sequence[str]) -> list[list[float]] | None:
+        """The service's vectors, or None (and in-process from now on) when it cannot run."""
+        global _fallback_said
+        from vedana.embeddings import service
+
+        assert self._home is not None
+        try:
+            return service.request(self._home, self.model, list(texts), self._idle_s)
+        except OSError as exc:
+            if not _fallback_said:
+                import logging
+
+                logging.getLogger(__name__).warning(
+                    "the local model service under %s cannot run (%s); loading the model in this process",
+                    self._home,
+                    exc,
+                )
+                _fallback_said = True
+            self._home = None
+            return None
 
 
 def _dim_error(model: str, actual: int, wanted: int) -> EmbeddingError:
