@@ -78,10 +78,17 @@ def _query_text(value: str) -> str:
     return " ".join(words[: max(2, len(words) * 2 // 3)])
 
 
-def probe_search(settings: Settings, engine: Engine, n: int, top_n: int = 10) -> dict[str, Any]:
-    """p50/p95 of `VectorStore.search` (the database part of the agent's vector tool): queries
-    are embedded beforehand, round-robin over every embeddable attribute; threshold 0 so every
-    search returns its full `top_n`."""
+def probe_search(
+    settings: Settings, engine: Engine, n: int, top_n: int = 10, rounds: int = 3
+) -> dict[str, Any]:
+    """p50/p95 of `VectorStore.search` (the database part of the agent's vector tool) and, on the
+    same queries in the same run, of its baseline: the same statement from a bare psycopg
+    connection (session settings made once). Queries are embedded beforehand, round-robin over
+    every embeddable attribute, threshold 0 so every search returns its full `top_n`; vedana and
+    the baseline alternate query by query, so load on the machine hits both alike. Each figure
+    is the median over `rounds` rounds."""
+    from statistics import median
+
     from vedana.embeddings import get_embedder
     from vedana.etl.embed_values import embed_targets
     from vedana.stores.staging import load_data_model
@@ -91,34 +98,83 @@ def probe_search(settings: Settings, engine: Engine, n: int, top_n: int = 10) ->
         targets = embed_targets(load_data_model(conn))
         counts = vector_counts(conn)
     embedder = get_embedder(settings)
-    store = VectorStore(engine)
     per_target = max(1, -(-(n + WARMUP) // max(len(targets), 1)))
     queues = []
     for kind, label, attribute in targets:
         texts = [_query_text(v) for v in sample_values(engine, kind, label, attribute, per_target)]
         queues.append([(kind, label, attribute, v) for v in embedder.embed(texts)])
     # Round-robin over the attributes, so no one of them gets all the warm cache.
-    work = [w for group in zip_longest(*queues) for w in group if w is not None]
-    times: list[float] = []
+    work = [w for group in zip_longest(*queues) for w in group if w is not None][: n + WARMUP]
+    rounds_out: list[dict[str, Any]] = []
     by_target: dict[str, list[float]] = {}
     hits = 0
-    for i, (kind, label, attribute, vector) in enumerate(work[: n + WARMUP]):
-        t0 = time.perf_counter()
-        found = store.search(kind, label, attribute, vector, threshold=0.0, top_n=top_n)
-        elapsed = time.perf_counter() - t0
-        if i < WARMUP:
-            continue
-        times.append(elapsed)
-        by_target.setdefault(f"{label}.{attribute}", []).append(elapsed)
-        hits += len(found)
+    with VectorStore(engine) as store, _BareSearch(engine, store.model().dim, top_n) as bare:
+        for _ in range(rounds):
+            ours: list[float] = []
+            theirs: list[float] = []
+            for i, (kind, label, attribute, vector) in enumerate(work):
+                t0 = time.perf_counter()
+                found = store.search(kind, label, attribute, vector, threshold=0.0, top_n=top_n)
+                t1 = time.perf_counter()
+                bare.search(kind, label, attribute, vector)
+                t2 = time.perf_counter()
+                if i < WARMUP:
+                    continue
+                ours.append(t1 - t0)
+                theirs.append(t2 - t1)
+                by_target.setdefault(f"{label}.{attribute}", []).append(t1 - t0)
+                hits += len(found)
+            rounds_out.append({"vedana": percentiles(ours), "baseline": percentiles(theirs)})
+    measured = max(1, sum(len(v) for v in by_target.values()))
+
+    def med(who: str, key: str) -> float:
+        return round(median(r[who].get(key, 0.0) for r in rounds_out), 3)
+
+    count = rounds_out[0]["vedana"].get("n", 0) if rounds_out else 0
+    latency = {"n": count, "p50_ms": med("vedana", "p50_ms"), "p95_ms": med("vedana", "p95_ms")}
+    baseline = {"n": count, "p50_ms": med("baseline", "p50_ms"), "p95_ms": med("baseline", "p95_ms")}
     return {
         "vectors": counts,
         "top_n": top_n,
         "embedder": embedder.model,
-        "latency": percentiles(times),
+        "latency": latency,
+        "baseline_latency": baseline,
+        "ratio_p50": round(latency["p50_ms"] / baseline["p50_ms"], 2) if baseline["p50_ms"] else None,
+        "ratio_p95": round(latency["p95_ms"] / baseline["p95_ms"], 2) if baseline["p95_ms"] else None,
+        "rounds": rounds_out,
         "by_target": {k: percentiles(v) for k, v in sorted(by_target.items())},
-        "mean_hits": round(hits / len(times), 2) if times else 0,
+        "mean_hits": round(hits / measured, 2),
     }
+
+
+class _BareSearch:
+    """The baseline: vedana's search statement on a plain autocommit psycopg connection."""
+
+    def __init__(self, engine: Engine, dim: int, top_n: int) -> None:
+        import psycopg
+
+        from vedana.stores.vectors import ef_search_for, search_sql
+
+        url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self.conn = psycopg.connect(url, autocommit=True)
+        self.sql = {kind: search_sql(kind, dim) for kind in ("node", "edge")}
+        self.top_n = top_n
+        version = self.conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        self.conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef_search_for(top_n)),))
+        if version and tuple(int(p) for p in str(version[0]).split(".")[:2]) >= (0, 8):
+            self.conn.execute("SET hnsw.iterative_scan = strict_order")
+
+    def search(self, kind: str, label: str, attribute: str, vector: Any) -> list[Any]:
+        from vedana.stores.vectors import search_params_sql
+
+        params = search_params_sql(label, attribute, vector, threshold=0.0, top_n=self.top_n)
+        return self.conn.execute(self.sql[kind], params).fetchall()
+
+    def __enter__(self) -> _BareSearch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.close()
 
 
 def probe_cypher(

@@ -58,6 +58,12 @@ def _ms(lat: Any) -> str:
     return f"{lat['p50_ms']:.1f} / {lat['p95_ms']:.1f} ms"
 
 
+def _ratio(search: Any) -> str:
+    if not search or search.get("ratio_p50") is None:
+        return "–"
+    return f"{search['ratio_p50']:.2f}× · {search['ratio_p95']:.2f}×"
+
+
 def _mb(value: Any) -> str:
     return "–" if value is None else f"{value:,.0f} MB"
 
@@ -172,6 +178,8 @@ THROUGHPUT_ROWS: list[Row] = [
 
 LATENCY_ROWS: list[Row] = [
     ("vector search (DB) p50 / p95", lambda z: _ms(_get(z, "phases", "search", "latency"))),
+    ("  baseline: same SQL, bare psycopg", lambda z: _ms(_get(z, "phases", "search", "baseline_latency"))),
+    ("  vedana ÷ baseline p50 · p95", lambda z: _ratio(_get(z, "phases", "search"))),
     ("  vectors in the index", lambda z: _n(sum((_get(z, "phases", "search", "vectors") or {}).values()) or None)),
     ("query embedding, local model", lambda z: _ms(_get(z, "phases", "embed-local", "query_embed"))),
     ("Cypher lookup p50 / p95", lambda z: _ms(_get(z, "phases", "cypher", "lookup"))),

@@ -330,21 +330,11 @@ class VectorStore:
                 f"the search vector has {len(vector)} dimensions but the index holds "
                 f"{info.describe()} vectors; embed the query with the same model"
             )
-        sql = _NODE_SEARCH if kind == "node" else _EDGE_SEARCH
-        query_expr = "%(vector)s::vector" if info.dim <= HNSW_MAX_DIM else f"%(vector)s::halfvec({info.dim})"
-        params = {
-            "label": label,
-            "attribute": attribute,
-            "vector": _vector_literal(vector),
-            "top_n": max(int(top_n), 0),
-            "threshold": float(threshold),
-        }
+        params = search_params_sql(label, attribute, vector, threshold=threshold, top_n=top_n)
         with self._lock:
             conn = self._connection()
             self._tune_scan(conn, top_n)
-            rows = conn.exec_driver_sql(
-                sql.format(distance=f"{_vector_expr(info.dim)} <=> {query_expr}"), params
-            ).mappings()
+            rows = conn.exec_driver_sql(search_sql(kind, info.dim), params).mappings()
             return [_hit(kind, label, attribute, row) for row in rows]
 
     def _connection(self) -> Connection:
@@ -363,7 +353,7 @@ class VectorStore:
         latency); and since filtered scans can stop short of `top_n` rows, pgvector ≥ 0.8 is told
         to keep scanning. Session settings, sent only when they change (they only steer HNSW
         scans, so the pooled connection may keep them)."""
-        ef_search = max(100, min(int(top_n) * 4, 1000))
+        ef_search = ef_search_for(top_n)
         if ef_search == self._ef_search:
             return
         if _iterative_scan_supported(self.engine, conn):
@@ -417,6 +407,30 @@ FROM nearest h JOIN edges e ON e.edge_label = h.edge_label
     AND e.to_node_type = h.to_node_type AND e.to_node_id = h.to_node_id
 WHERE NOT e.deleted AND 1 - h.distance >= %(threshold)s
 ORDER BY h.distance, h.from_node_id, h.to_node_id"""
+
+
+def search_sql(kind: Kind, dim: int) -> str:
+    """The one statement a search runs (psycopg `%(name)s` parameters from `search_params_sql`);
+    the benchmark runs it from a bare connection as the baseline."""
+    sql = _NODE_SEARCH if kind == "node" else _EDGE_SEARCH
+    query_expr = "%(vector)s::vector" if dim <= HNSW_MAX_DIM else f"%(vector)s::halfvec({dim})"
+    return sql.format(distance=f"{_vector_expr(dim)} <=> {query_expr}")
+
+
+def search_params_sql(
+    label: str, attribute: str, vector: Sequence[float], *, threshold: float, top_n: int
+) -> dict[str, Any]:
+    return {
+        "label": label,
+        "attribute": attribute,
+        "vector": _vector_literal(vector),
+        "top_n": max(int(top_n), 0),
+        "threshold": float(threshold),
+    }
+
+
+def ef_search_for(top_n: int) -> int:
+    return max(100, min(int(top_n) * 4, 1000))
 
 
 def _hit(kind: Kind, label: str, attribute: str, row: Any) -> VectorHit:
