@@ -64,6 +64,7 @@ def _measure(embedder: Any, texts: list[str], queries: int) -> dict[str, Any]:
         embedder.embed([text])
         single.append(time.perf_counter() - t0)
     cpu_s = time.process_time() - cpu0
+    batches = _batch_sweep(embedder, ordered)
     peak_kb = high_water_kb() if exact else None
     if peak_kb is None:
         import resource
@@ -77,6 +78,35 @@ def _measure(embedder: Any, texts: list[str], queries: int) -> dict[str, Any]:
         "query_embed": percentiles(single),
         "child_cpu_s": round(cpu_s, 3),
         "peak_rss_mb": round(peak_kb / 1024, 1),
+        **batches,
+    }
+
+
+SWEEP_BATCHES = (32, 64, 128, 256)
+
+
+def _batch_sweep(embedder: Any, ordered: list[str]) -> dict[str, Any]:
+    """CPU ms per text at each batch size on the same texts (the baseline is the best of them)
+    and vedana's own batch size's ratio to it."""
+    from vedana.embeddings.base import batches_by_budget
+
+    ours = embedder.batch_size
+    per_text: dict[int, float] = {}
+    try:
+        for size in sorted({*SWEEP_BATCHES, ours}):
+            embedder.batch_size = size
+            cpu0 = time.process_time()
+            for batch in batches_by_budget(ordered, size, max(embedder.batch_chars, size * 512)):
+                embedder.embed(batch)
+            per_text[size] = (time.process_time() - cpu0) * 1000 / max(len(ordered), 1)
+    finally:
+        embedder.batch_size = ours
+    best = min(per_text, key=lambda k: per_text[k])
+    return {
+        "batch_size": ours,
+        "cpu_ms_per_text_by_batch": {str(k): round(v, 3) for k, v in per_text.items()},
+        "best_batch": best,
+        "batch_ratio": round(per_text[ours] / per_text[best], 2) if per_text[best] > 0 else None,
     }
 
 

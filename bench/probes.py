@@ -114,7 +114,7 @@ def probe_search(
             theirs: list[float] = []
             for i, (kind, label, attribute, vector) in enumerate(work):
                 t0 = time.perf_counter()
-                found = store.search(kind, label, attribute, vector, threshold=0.0, top_n=top_n)
+                found = store.search(kind, label, attribute, vector, threshold=0.0, top_n=top_n)  # type: ignore[arg-type]
                 t1 = time.perf_counter()
                 bare.search(kind, label, attribute, vector)
                 t2 = time.perf_counter()

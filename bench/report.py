@@ -58,6 +58,14 @@ def _ms(lat: Any) -> str:
     return f"{lat['p50_ms']:.1f} / {lat['p95_ms']:.1f} ms"
 
 
+def _batches(entry: Any) -> str:
+    if not entry or entry.get("batch_ratio") is None:
+        return "–"
+    by = entry["cpu_ms_per_text_by_batch"]
+    ours, best = entry["batch_size"], entry["best_batch"]
+    return f"{ours}: {by[str(ours)]:.2f} ms · {best}: {by[str(best)]:.2f} ms ({entry['batch_ratio']:.2f}×)"
+
+
 def _ratio(search: Any) -> str:
     if not search or search.get("ratio_p50") is None:
         return "–"
@@ -181,6 +189,7 @@ LATENCY_ROWS: list[Row] = [
     ("  baseline: same SQL, bare psycopg", lambda z: _ms(_get(z, "phases", "search", "baseline_latency"))),
     ("  vedana ÷ baseline p50 · p95", lambda z: _ratio(_get(z, "phases", "search"))),
     ("  vectors in the index", lambda z: _n(sum((_get(z, "phases", "search", "vectors") or {}).values()) or None)),
+    ("local model CPU/text: batch · best batch", lambda z: _batches(_get(z, "phases", "embed-local"))),
     ("query embedding, local model", lambda z: _ms(_get(z, "phases", "embed-local", "query_embed"))),
     ("Cypher lookup p50 / p95", lambda z: _ms(_get(z, "phases", "cypher", "lookup"))),
     ("Cypher aggregate p50 / p95", lambda z: _ms(_get(z, "phases", "cypher", "aggregate"))),
