@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from vedana.agent.filter import FilterResult, filter_data_model, full_model
+from vedana.agent.history import Turn, question_in_context
 from vedana.agent.llm import LLM
 from vedana.agent.templates import Templates
 from vedana.agent.tools import Toolbox, VectorSearchFn
@@ -94,11 +96,12 @@ class Agent:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"tool-r{round_}") as pool:
             return list(pool.map(run, indexed))
 
-    def answer(self, system: str, question: str) -> str:
+    def answer(self, system: str, question: str, history: Sequence[Turn] = ()) -> str:
         model = self.settings.model
         tools = self.toolbox.specs()
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
+            *({"role": turn.role, "content": turn.text} for turn in history),
             {"role": "user", "content": question},
         ]
         for round_ in range(1, self.settings.agent_max_rounds + 1):
@@ -158,8 +161,12 @@ def ask(
     engine: Engine | None = None,
     embedder: Embedder | None = None,
     vector_search: VectorSearchFn | None = None,
+    history: Sequence[Turn] = (),
 ) -> AskResult:
-    """Answer `question` from the synced and indexed knowledge base; the answer and its trace."""
+    """Answer `question` from the synced and indexed knowledge base; the answer and its trace.
+
+    `history`: the conversation so far (user questions and assistant answers, oldest first),
+    which the filter and the agent both see, so a follow-up selects the right part of the model."""
     started = time.perf_counter()
     question = question.strip()
     if not question:
@@ -186,7 +193,9 @@ def ask(
 
         templates = Templates(dm)
         if use_filter:
-            filtered = filter_data_model(llm, settings.effective_filter_model, dm, question, templates)
+            filtered = filter_data_model(
+                llm, settings.effective_filter_model, dm, question_in_context(question, history), templates
+            )
         else:
             filtered = full_model(dm, enabled=False)
         trace = Trace(
@@ -194,6 +203,7 @@ def ask(
             model=settings.model,
             filter=filtered.trace,
             prompts_overridden=templates.overridden,
+            history_messages=len(history),
         )
         toolbox = Toolbox(
             settings,
@@ -205,7 +215,7 @@ def ask(
         system = system_prompt(templates, settings, filtered)
         trace.system_prompt_chars = len(system)
         try:
-            answer = Agent(settings, llm, toolbox, templates, trace).answer(system, question).strip()
+            answer = Agent(settings, llm, toolbox, templates, trace).answer(system, question, history).strip()
         finally:
             trace.llm_calls = list(llm.calls)
             trace.import_s = llm.import_s

@@ -61,6 +61,7 @@ class Trace:
     filter: FilterTrace
     system_prompt_chars: int = 0  # size of the system prompt (instructions + data model slice)
     prompts_overridden: list[str] = field(default_factory=list)
+    history_messages: int = 0  # earlier messages of the conversation the agent saw
     rounds: int = 0
     finalized: bool = False  # the round limit was reached and a finalisation call answered
     no_answer: bool = False  # the model gave nothing; the "not found" reply was used

@@ -28,6 +28,16 @@ def ask(
             "--filter-model", help="litellm model for the filter step (FILTER_MODEL).", show_default=False
         ),
     ] = None,
+    thread: Annotated[
+        str | None,
+        typer.Option(
+            "--thread",
+            "-t",
+            help="Continue a stored conversation (its id), or `new` to start one; the agent sees the "
+            "thread's last PIPELINE_HISTORY_LENGTH messages. The id goes to stderr (and into --json).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Answer a question from the knowledge base, then show how: the filter's selection, every
     tool call, tokens, cost and timings.
@@ -39,6 +49,10 @@ def ask(
         vedana ask "How many people live in Lisbon?" --json
 
         vedana ask "Which regulations cite document 4?" --model openrouter/openai/gpt-4.1-mini --no-filter
+
+        vedana ask "Who likes quokkas?" --thread new          # prints e.g. "thread: 3f9c2a7b1d04" on stderr
+
+        vedana ask "And which of them live in Lisbon?" --thread 3f9c2a7b1d04
     """
     from vedana.agent import ask as answer_question
     from vedana.cli.output import print_json
@@ -46,8 +60,17 @@ def ask(
     from vedana.redaction import redact
 
     override_settings(model=model, filter_model=filter_model)
-    result = answer_question(get_settings(), question, use_filter=False if no_filter else None)
-    data = result.to_dict()
+    use_filter = False if no_filter else None
+    if thread is None:
+        result = answer_question(get_settings(), question, use_filter=use_filter)
+        data = result.to_dict()
+    else:
+        from vedana.ops.conversation import ask_in_thread
+
+        turn = ask_in_thread(get_settings(), question, thread.strip(), use_filter=use_filter)
+        result, data = turn.result, turn.to_dict()
+        sys.stderr.write(f"thread: {turn.thread_id}\n")
+        sys.stderr.flush()
     if json_:
         if no_trace:
             data.pop("trace")

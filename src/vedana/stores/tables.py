@@ -13,6 +13,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Float,
+    ForeignKey,
     Identity,
     Integer,
     MetaData,
@@ -163,6 +164,30 @@ runs = Table(
     Column("source", Text, nullable=False, server_default=""),
     Column("counts", JSONB, nullable=False, server_default="{}"),
     Column("error", Text),
+)
+
+# --- conversations (`vedana ask --thread`, `vedana chat`) ------------------------------------
+
+threads = Table(
+    "threads",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+# One row per message, in order of `id`. An assistant message carries its trace (what
+# `ask --json` prints), the model usage and the cost; a user message carries none of them.
+thread_messages = Table(
+    "thread_messages",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("thread_id", Text, ForeignKey("threads.id", ondelete="CASCADE"), nullable=False),
+    Column("role", Text, nullable=False),  # user | assistant
+    Column("text", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("trace", JSONB),
+    Column("usage", JSONB),
+    Column("cost_usd", Float),
 )
 
 schema_migrations = Table(
