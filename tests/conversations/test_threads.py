@@ -27,7 +27,9 @@ SELECT_PEOPLE = {
 
 
 def _chat_texts(body: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(m["role"], m.get("content") or "") for m in body["messages"] if m["role"] in ("user", "assistant")]
+    return [
+        (m["role"], m.get("content") or "") for m in body["messages"] if m["role"] in ("user", "assistant")
+    ]
 
 
 def test_a_follow_up_is_answered_from_the_thread_history(
@@ -44,7 +46,9 @@ def test_a_follow_up_is_answered_from_the_thread_history(
     # The follow-up only makes sense with the previous turn: the stand-in answers from what it got.
     def follow_up(body: dict[str, Any]) -> dict[str, Any]:
         seen = _chat_texts(body)
-        if ("user", "Who likes quokkas?") in seen and any("Chen Wei" in t for r, t in seen if r == "assistant"):
+        if ("user", "Who likes quokkas?") in seen and any(
+            "Chen Wei" in t for r, t in seen if r == "assistant"
+        ):
             return answer("Of them, Dana Novak is the oldest (45).")
         return answer("I don't know whom you mean.")
 
@@ -76,7 +80,9 @@ def test_a_follow_up_is_answered_from_the_thread_history(
     assert stored["messages"][0]["trace"] is None  # a question carries no trace
 
 
-def test_the_history_length_is_honoured(chat_settings: Settings, fake_llm: FakeLLM, chat_kb: DataModel) -> None:
+def test_the_history_length_is_honoured(
+    chat_settings: Settings, fake_llm: FakeLLM, chat_kb: DataModel
+) -> None:
     settings = chat_settings.model_copy(update={"pipeline_history_length": 3, "enable_dm_filtering": False})
     fake_llm.agent.append(lambda body: answer(f"answer {len(body['messages'])}"))
     thread = ask_in_thread(settings, "q1").thread_id
@@ -102,7 +108,10 @@ def test_a_provider_error_keeps_the_thread_usable(
 
     fake_llm.agent.append(answer("Three animals."))
     ask_in_thread(settings, "And animals?", thread)
-    assert [m["text"] for m in threads_show(settings, thread)["messages"]][-2:] == ["And animals?", "Three animals."]
+    assert [m["text"] for m in threads_show(settings, thread)["messages"]][-2:] == [
+        "And animals?",
+        "Three animals.",
+    ]
     # A failed first turn creates no empty thread.
     before = {t["id"] for t in threads_list(settings, limit=1000)}
     fake_llm.agent.append(http_error(400, "still unhappy"))
@@ -112,7 +121,7 @@ def test_a_provider_error_keeps_the_thread_usable(
 
 
 def test_an_unknown_thread_is_a_one_line_error(chat_settings: Settings, chat_kb: DataModel) -> None:
-    with pytest.raises(UnknownThread, match="no thread 'nope'.*vedana threads"):
+    with pytest.raises(UnknownThread, match=r"no thread 'nope'.*vedana threads"):
         ask_in_thread(chat_settings, "Hi?", "nope")
     result = CliRunner().invoke(app, ["threads", "show", "nope"])
     assert result.exit_code == 1

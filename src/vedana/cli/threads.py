@@ -7,11 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-app = typer.Typer(
-    help="Stored conversations (from `vedana chat` and `vedana ask --thread`).",
-    invoke_without_command=True,
-    no_args_is_help=False,
-)
+# The help text is the callback's docstring (with its examples).
+app = typer.Typer(invoke_without_command=True, no_args_is_help=False)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
@@ -31,7 +28,8 @@ def threads(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many threads to list.")] = 20,
     json_: JsonOption = False,
 ) -> None:
-    """List stored threads, most recently active first: id, started, messages, last question.
+    """Stored conversations (from `vedana chat` and `vedana ask --thread`): lists them, most
+    recently active first, with id, started, messages and last question.
 
     Examples:
 

@@ -123,8 +123,8 @@ def append_turn(engine: Engine, thread_id: str, question: str, answer: Message) 
     from vedana.stores import tables as t
 
     # Both rows name every column: an executemany takes its column list from the first row.
-    empty = {"trace": None, "usage": None, "cost_usd": None}
-    rows = [
+    empty: dict[str, Any] = {"trace": None, "usage": None, "cost_usd": None}
+    rows: list[dict[str, Any]] = [
         {"thread_id": thread_id, "role": "user", "text": question, **empty},
         {
             "thread_id": thread_id,
