@@ -67,9 +67,10 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("DB_CONN_URI", "MEMGRAPH_URI")}
         env.update(VEDANA_HOME=str(home), MODEL=llm.model("stand-in"), VEDANA_LLM_API_BASE=llm.api_base,
                    OPENAI_API_KEY="sk-stand-in", ENABLE_DM_FILTERING="false")  # fmt: skip
-        run = lambda *a, **kw: subprocess.run(
-            [*vedana, *a], env=env, text=True, capture_output=True, check=True, **kw
-        )  # noqa: E731
+
+        def run(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([*vedana, *args], env=env, text=True, capture_output=True, check=True, **kw)
+
         try:
             people = REPO / "samples" / "people"
             run("sync", "--data-model", str(people / "model"), "--data", str(people / "data"))

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from vedana import __version__
-from vedana.cli import ask, chat, check, cypher, index, run, runs, search, services, sync, threads
+from vedana.cli import ask, chat, check, cypher, index, model, run, runs, search, services, sync, threads
 from vedana.errors import VedanaError
 
 app = typer.Typer(
@@ -65,6 +65,7 @@ app.command("check")(check.check)
 app.command("cypher")(cypher.cypher)
 app.command("search")(search.search)
 app.command("runs")(runs.runs)
+app.command("model")(model.model)
 app.command("chat")(chat.chat)
 app.add_typer(threads.app, name="threads")
 app.add_typer(services.app, name="services")
