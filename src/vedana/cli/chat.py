@@ -9,8 +9,9 @@ stdout, so it can be piped.
 from __future__ import annotations
 
 import sys
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -35,14 +36,24 @@ class ChatSession:
     thread: str
     use_filter: bool | None
     last: AskResult | None = None
-    pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(1, "answer"))
 
     def submit(self, question: str) -> Future[AskResult]:
+        """Answer in a daemon thread: a cancelled answer is abandoned (its result is never
+        stored), and leaving the chat does not wait for it as it would for an executor's worker."""
         from vedana.agent import ask
         from vedana.ops.conversation import thread_history
 
         history = thread_history(self.settings, self.thread)
-        return self.pool.submit(ask, self.settings, question, use_filter=self.use_filter, history=history)
+        future: Future[AskResult] = Future()
+
+        def work() -> None:
+            try:
+                future.set_result(ask(self.settings, question, use_filter=self.use_filter, history=history))
+            except BaseException as exc:  # handed to the waiting thread, which reports it
+                future.set_exception(exc)
+
+        threading.Thread(target=work, name="answer", daemon=True).start()
+        return future
 
     def record(self, result: AskResult) -> bool:
         """Store the turn; True when it started the thread."""
@@ -97,13 +108,10 @@ def chat(
         _say(f"continuing thread {session.thread}", interactive)
     else:
         _show(start_message(settings), interactive)
-    try:
-        if interactive:
-            _terminal_loop(session)
-        else:
-            _pipe_loop(session)
-    finally:
-        session.pool.shutdown(wait=False, cancel_futures=True)
+    if interactive:
+        _terminal_loop(session)
+    else:
+        _pipe_loop(session)
 
 
 # -- the two loops ---------------------------------------------------------------------------
