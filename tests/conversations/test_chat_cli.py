@@ -38,6 +38,7 @@ def _env(fake_llm: FakeLLM) -> dict[str, str]:
         PIPELINE_HISTORY_LENGTH="20",
         TERM="xterm",
         COLUMNS="120",
+        PROMPT_TOOLKIT_NO_CPR="1",  # the test terminal does not answer cursor-position requests
     )
     return env
 
@@ -134,23 +135,31 @@ class Terminal:
         pid, fd = pty.fork()
         if pid == 0:  # the child: becomes vedana
             os.execvpe(sys.executable, [sys.executable, "-m", "vedana", *args], env)
-        self.pid, self.fd, self.seen = pid, fd, ""
+        self.pid, self.fd, self.seen, self.pos = pid, fd, "", 0
 
-    def expect(self, text: str, timeout: float = 60) -> None:
+    def screen(self) -> str:
+        return self.ANSI.sub("", self.seen)
+
+    def expect(self, pattern: str, timeout: float = 60) -> re.Match[str]:
+        """Wait for `pattern` (a regex) in what the terminal shows after the last match, and
+        move past it: keys sent next answer the screen as it is now, not an earlier prompt."""
         deadline = time.monotonic() + timeout
-        while text not in self.ANSI.sub("", self.seen):
+        while True:
+            match = re.compile(pattern).search(self.screen(), self.pos)
+            if match:
+                self.pos = match.end()
+                return match
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(
-                    f"never saw {text!r}; screen so far:\n{self.ANSI.sub('', self.seen)[-2000:]}"
-                )
+                raise AssertionError(f"never saw {pattern!r}; screen so far:\n{self.screen()[-2000:]}")
             ready, _, _ = select.select([self.fd], [], [], min(left, 0.5))
             if ready:
                 try:
                     self.seen += os.read(self.fd, 65536).decode(errors="replace")
                 except OSError:  # the child closed the terminal
-                    break
-        assert text in self.ANSI.sub("", self.seen), f"never saw {text!r}"
+                    raise AssertionError(
+                        f"vedana chat ended before {pattern!r}:\n{self.screen()[-2000:]}"
+                    ) from None
 
     def send(self, keys: str) -> None:
         os.write(self.fd, keys.encode())
@@ -197,23 +206,27 @@ def test_chat_on_a_terminal_with_trace_and_ctrl_c(
     fake_llm.agent.append(_by_question({"Tell me a long story": slow, "Who likes quokkas?": quokkas}))
     term = Terminal(_env(fake_llm), "chat")
     try:
-        term.expect(START)
+        term.expect(re.escape(START))
         term.expect("you>")
         term.send("Tell me a long story\r")
         assert slow_asked.wait(60), "the question never reached the model"
         term.send("\x03")  # Ctrl-C while the answer is on its way
         term.expect("answer cancelled")
+        term.expect("you>")
         term.send("Who likes quokkas?\r")
-        term.expect("Ada Okafor, Chen Wei and Dana Novak like quokkas.")
+        thread = term.expect(r"thread: ([0-9a-f]{12})").group(1)
+        term.expect(re.escape("Ada Okafor, Chen Wei and Dana Novak like quokkas."))
+        term.expect("you>")
         term.send("/trace\r")
-        term.expect("MATCH (p:Person)-[:LIKES]->")  # the trace table shows the query as written
+        term.expect(re.escape("MATCH (p:Person)-[:LIKES]->"))  # the trace shows the query as written
+        term.expect("you>")
         term.send("/threads\r")
-        term.expect("2 messages")
+        term.expect(rf"{thread} +2 messages +Who likes quokkas\?")
+        term.expect("you>")
         term.send("\x04")  # Ctrl-D leaves
         assert term.wait() == 0
     finally:
         term.close()
-    thread = re.search(r"thread: ([0-9a-f]{12})", Terminal.ANSI.sub("", term.seen)).group(1)  # type: ignore[union-attr]
     texts = [m["text"] for m in threads_show(settings, thread)["messages"]]
     assert texts == [
         "Who likes quokkas?",
