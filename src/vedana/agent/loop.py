@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from vedana.agent.filter import FilterResult, filter_data_model, full_model
 from vedana.agent.history import Turn, question_in_context
 from vedana.agent.llm import LLM
+from vedana.agent.sources import Source, SourceRegistry
 from vedana.agent.templates import Templates
 from vedana.agent.tools import Toolbox, VectorSearchFn
 from vedana.agent.trace import AskResult, ToolCallTrace, Trace
@@ -152,6 +153,38 @@ def _vector_search(settings: Settings, engine: Engine, embedder: Embedder | None
     return search
 
 
+def locate_sources(settings: Settings, engine: Engine, sources: list[Source]) -> str | None:
+    """Fill each source's `row` (where its row lives in the synced data source), one look-up per
+    node type; a failure leaves the rows empty and is returned, never raised: the answer stands."""
+    if not sources:
+        return None
+    from vedana.sources.locate import STATE_KEY, locate_nodes
+    from vedana.stores.staging import get_state
+
+    with engine.connect() as conn:
+        where = get_state(conn, STATE_KEY)
+    if not where:
+        return None
+    by_label: dict[str, set[str]] = {}
+    for source in sources:
+        by_label.setdefault(source.label, set()).add(source.node_id)
+    try:
+        client = None
+        if where.get("kind") == "grist":
+            from vedana.sources.grist_http import GristClient
+
+            key = settings.grist_api_key.get_secret_value() if settings.grist_api_key else None
+            client = GristClient(where["server"], where["doc"], key)
+        found = {label: locate_nodes(where, label, ids, client) for label, ids in by_label.items()}
+    except (OSError, VedanaError, ValueError, KeyError) as exc:
+        from vedana.redaction import redact
+
+        return redact(f"the sources' rows could not be located: {exc}")
+    for source in sources:
+        source.row = found.get(source.label, {}).get(source.node_id)
+    return None
+
+
 def ask(
     settings: Settings,
     question: str,
@@ -205,12 +238,14 @@ def ask(
             prompts_overridden=templates.overridden,
             history_messages=len(history),
         )
+        sources = SourceRegistry()
         toolbox = Toolbox(
             settings,
             filtered.data_model,
             graph,
             vector_search or _vector_search(settings, engine, embedder),
             fallback_dm=dm,
+            sources=sources,
         )
         system = system_prompt(templates, settings, filtered)
         trace.system_prompt_chars = len(system)
@@ -225,5 +260,7 @@ def ask(
             answer = no_answer_reply(
                 templates, filtered.data_model if filtered.data_model.anchors else dm, question
             )
+        trace.unknown_markers = sources.settle(answer)
+        trace.sources_error = locate_sources(settings, engine, sources.listed())
     trace.total_s = time.perf_counter() - started
-    return AskResult(answer=answer, trace=trace)
+    return AskResult(answer=answer, trace=trace, sources=sources.listed())

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
+from vedana.agent.sources import SourceRegistry
 from vedana.agent.trace import ToolCallTrace
 from vedana.cypher.guard import ensure_read_only, without_final_semicolon
 from vedana.errors import CypherError, CypherWriteRefused, VedanaError
@@ -245,10 +246,12 @@ class Toolbox:
         vector_search: VectorSearchFn | None,
         *,
         fallback_dm: DataModel | None = None,
+        sources: SourceRegistry | None = None,
     ) -> None:
         self.settings = settings
         self.graph = graph
         self.vector_search = vector_search
+        self.sources = sources  # numbers the nodes results show, so the answer can cite them
         # The slice the agent sees decides the enums; if it kept nothing searchable, the full
         # model does, so a narrow filter cannot take vector search away.
         self.searchables = searchables(dm) or (searchables(fallback_dm) if fallback_dm else [])
@@ -335,6 +338,9 @@ class Toolbox:
             note = f"only the first {len(rows)} rows are shown: the full result is too long to read"
             text = _cypher_payload(outcome.columns, rows, note)
         trace.rows, trace.truncated = len(rows), note is not None
+        if self.sources is not None:
+            self.sources.cite_rows(args.query, outcome.columns, rows)
+            text = _cypher_payload(outcome.columns, rows, note)
         return text
 
     def _vector(self, arguments: dict[str, Any], trace: ToolCallTrace) -> str:
@@ -364,6 +370,8 @@ class Toolbox:
         except Exception as exc:  # the model can still go on with Cypher
             return f"error: vector search failed: {str(exc).strip() or type(exc).__name__}"
         hits = [hit_to_dict(h) for h in hits]
+        if self.sources is not None and target.kind == "node":
+            self.sources.cite_hits(label, hits)
         trace.hits = [
             {k: h[k] for k in ("score", "node_id", "from_node_id", "to_node_id", "value") if k in h}
             for h in hits

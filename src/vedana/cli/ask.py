@@ -77,12 +77,36 @@ def ask(
         print_json(data)
         return
     sys.stdout.write(redact(result.answer).rstrip() + "\n")
+    cited = source_lines(data["sources"])
+    if cited:
+        sys.stdout.write("\nSources:\n" + "\n".join(cited) + "\n")
     sys.stdout.flush()
     if not no_trace:
         if sys.stderr.isatty():
             _print_rich_trace(data["trace"])
         else:
             sys.stderr.write(redact(plain_trace(data["trace"])) + "\n")
+
+
+def row_place(row: dict[str, Any] | None) -> str:
+    """Where a source's row lives, in a few words (a link when the server gave one)."""
+    if not row:
+        return "row not located"
+    if row.get("url"):
+        return f"{row['table']} row {row['row_id']}: {row['url']}"
+    if row.get("line") is not None:
+        return f"{row['file']} line {row['line']}"
+    return f"{row['file']}, table {row['table']}, row {row['row_id']}"
+
+
+def source_lines(sources: list[dict[str, Any]]) -> list[str]:
+    """The cited sources under the answer: marker, type and id, what was shown, where the row is."""
+    lines = []
+    for s in sources:
+        if s["cited"]:
+            shown = f" {s['shown']}" if s.get("shown") else ""
+            lines.append(f"{s['marker']} {s['label']} {s['id']}{shown} · {row_place(s.get('row'))}")
+    return lines
 
 
 # -- trace rendering (from the trace dict, so --json and the screen show the same data) ----------
@@ -188,6 +212,10 @@ def plain_trace(trace: dict[str, Any]) -> str:
         )
     if trace.get("prompts_overridden"):
         lines.append(f"prompts from the Prompts table: {', '.join(trace['prompts_overridden'])}")
+    if trace.get("unknown_markers"):
+        lines.append(f"markers naming no source (not shown as sources): {' '.join(trace['unknown_markers'])}")
+    if trace.get("sources_error"):
+        lines.append(trace["sources_error"])
     lines.append(f"time: {timing_line(trace)}")
     return "\n".join(lines)
 
@@ -239,4 +267,13 @@ def _print_rich_trace(trace: dict[str, Any]) -> None:
     console.print(usage)
     if trace.get("prompts_overridden"):
         console.print(Text(f"prompts from the Prompts table: {', '.join(trace['prompts_overridden'])}"))
+    if trace.get("unknown_markers"):
+        console.print(
+            Text(
+                f"markers naming no source (not shown as sources): {' '.join(trace['unknown_markers'])}",
+                "yellow",
+            )
+        )
+    if trace.get("sources_error"):
+        console.print(text(trace["sources_error"], "yellow"))
     console.print(Text(timing_line(trace), style="dim"))
