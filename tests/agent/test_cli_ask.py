@@ -102,7 +102,9 @@ def test_ask_json_is_one_document_with_answer_and_trace(
     assert set(data) == {"question", "answer", "sources", "trace"}
     assert data["answer"] == "Ada Okafor, Chen Wei and Dana Novak like quokkas."
     # The vector hit is a source (the Cypher rows show names, no ids); the answer cites nothing.
-    assert [(s["marker"], s["label"], s["id"], s["cited"]) for s in data["sources"]] == [("[1]", "Animal", "a1", False)]
+    assert [(s["marker"], s["label"], s["id"], s["cited"]) for s in data["sources"]] == [
+        ("[1]", "Animal", "a1", False)
+    ]
     trace = data["trace"]
     assert set(trace) >= {
         "filter",
