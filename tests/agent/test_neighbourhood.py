@@ -154,3 +154,90 @@ def test_mmr_prefers_diverse_hits(pg_engine, indexed_kb: DataModel, local_embedd
                      mmr=True)  # fmt: skip
     assert len(plain) == len(diverse) == 2
     assert diverse[0]["node_id"] == plain[0]["node_id"]  # the most relevant hit stays first
+
+
+def test_the_agent_tool_expands_in_one_statement_per_call(
+    agent_settings, pg_engine, graph, indexed_kb: DataModel, local_embedder
+) -> None:
+    import json
+
+    from vedana.agent.loop import _neighbourhood_search
+    from vedana.agent.sources import SourceRegistry
+    from vedana.agent.tools import Toolbox
+
+    sources = SourceRegistry()
+    toolbox = Toolbox(
+        agent_settings, indexed_kb, graph, None, sources=sources,
+        neighbourhood=_neighbourhood_search(agent_settings, pg_engine, local_embedder, indexed_kb),
+    )  # fmt: skip
+    args = {"label": "Animal", "property": "name", "text": "quokka", "texts": ["quokkas"], "expand": 1}
+    toolbox.run("vector_text_search", json.dumps(args), index=0, round_=1)  # reads the model once
+    with counted(pg_engine) as statements:
+        text, trace = toolbox.run("vector_text_search", json.dumps(args), index=1, round_=1)
+    assert len(statements) == 1, statements
+    assert trace.error is None, text
+    result = json.loads(text)
+    quokka = next(h for h in result["hits"] if h["node_id"] == "a1")
+    assert quokka["cite"] == "[1]" and quokka["matched_texts"] == [1, 2]
+    people = quokka["links"][0]["nodes"]
+    assert [(p["node_id"], p["reason"]) for p in people] == [
+        ("p1", "link LIKES"),
+        ("p3", "link LIKES"),
+        ("p4", "link LIKES"),
+    ]
+    assert all(p["cite"] for p in people)  # the neighbours are sources the answer can cite
+
+    bad = {
+        "label": "Person",
+        "property": "name",
+        "text": "x",
+        "where": [{"attribute": "height", "op": ">=", "value": 2}],
+    }
+    text, trace = toolbox.run("vector_text_search", json.dumps(bad), index=2, round_=1)
+    assert text.startswith("error: where: 'height' is not an attribute of 'Person'")
+
+
+def test_vedana_search_takes_the_same_options(people_sample, settings) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from vedana.cli.app import app
+    from vedana.config import reset_settings
+
+    reset_settings()
+    result = CliRunner().invoke(
+        app,
+        ["search", "interest", "interest_name", "quokkas", "--text", "quokka documentaries", "--expand", "1",
+         "--top-n", "2", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["texts"] == ["quokkas", "quokka documentaries"] and data["expand"] == 1
+    first = data["hits"][0]
+    assert (first["node_id"], first["reason"], first["depth"]) == ("interest:0410", "vector", 0)
+    [group] = first["links"]
+    assert group["link"] == "PERSON_has_INTEREST" and group["direction"] == "both"
+    assert all(n["depth"] == 1 and n["reason"] == "link PERSON_has_INTEREST" for n in group["nodes"])
+
+    older = CliRunner().invoke(
+        app,
+        [
+            "search",
+            "person",
+            "person_name",
+            "a person",
+            "--where",
+            "person_age>=70",
+            "--threshold",
+            "0",
+            "--json",
+        ],
+    )
+    assert older.exit_code == 0, older.output
+    ages = [h["attributes"]["person_age"] for h in json.loads(older.stdout)["hits"]]
+    assert ages and all(age >= 70 for age in ages)
+
+    unknown = CliRunner().invoke(app, ["search", "person", "person_name", "x", "--where", "height>=2"])
+    assert isinstance(unknown.exception, SearchOptionError) and unknown.exception.exit_code == 2  # main() exits 2
+    assert "'height' is not an attribute of 'person'" in str(unknown.exception)

@@ -20,7 +20,7 @@ from vedana.agent.history import Turn, question_in_context
 from vedana.agent.llm import LLM
 from vedana.agent.sources import Source, SourceRegistry
 from vedana.agent.templates import Templates
-from vedana.agent.tools import Toolbox, VectorSearchFn
+from vedana.agent.tools import NeighbourhoodFn, NeighbourhoodRequest, Toolbox, VectorSearchFn
 from vedana.agent.trace import AskResult, ToolCallTrace, Trace
 from vedana.datamodel import DataModel
 from vedana.datamodel.render import render_playbook, render_text
@@ -153,6 +153,34 @@ def _vector_search(settings: Settings, engine: Engine, embedder: Embedder | None
     return search
 
 
+def _neighbourhood_search(
+    settings: Settings, engine: Engine, embedder: Embedder | None, dm: DataModel
+) -> NeighbourhoodFn:
+    """Embed every phrasing in one batch, then one statement: hits with their neighbourhoods."""
+    lock = threading.Lock()
+    ready: dict[str, Any] = {}
+
+    def search(request: NeighbourhoodRequest) -> list[dict[str, Any]]:
+        from vedana.stores.neighbourhood import search_neighbourhood
+        from vedana.stores.vectors import VectorStore, check_model
+
+        with lock:
+            if "embedder" not in ready:
+                from vedana.embeddings import get_embedder
+
+                chosen = embedder or get_embedder(settings)
+                check_model(VectorStore(engine).model(), chosen)
+                ready["embedder"] = chosen
+        vectors = ready["embedder"].embed(request.texts)
+        hits = search_neighbourhood(
+            engine, dm, request.label, request.attribute, vectors, threshold=request.threshold,
+            top_n=request.top_n, where=request.where, expand=request.expand, mmr=request.mmr,
+        )  # fmt: skip
+        return [h.to_dict() for h in hits]
+
+    return search
+
+
 def locate_sources(settings: Settings, engine: Engine, sources: list[Source]) -> str | None:
     """Fill each source's `row` (where its row lives in the synced data source), one look-up per
     node type; a failure leaves the rows empty and is returned, never raised: the answer stands."""
@@ -246,6 +274,7 @@ def ask(
             vector_search or _vector_search(settings, engine, embedder),
             fallback_dm=dm,
             sources=sources,
+            neighbourhood=_neighbourhood_search(settings, engine, embedder, dm),
         )
         system = system_prompt(templates, settings, filtered)
         trace.system_prompt_chars = len(system)

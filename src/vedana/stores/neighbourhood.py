@@ -24,9 +24,11 @@ from vedana.datamodel.dtypes import canonical_dtype
 from vedana.errors import VedanaError
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
+    from sqlalchemy import Connection, Engine
 
+    from vedana.config import Settings
     from vedana.datamodel import Anchor, DataModel
+    from vedana.embeddings import Embedder
 
 Op = Literal["=", ">=", "<=", "~"]
 MAX_TEXTS = 5
@@ -404,3 +406,154 @@ def mmr_order(
 
 def undirected_links(dm: DataModel) -> frozenset[str]:
     return frozenset(lk.sentence for lk in dm.links if not lk.has_direction)
+
+
+# --- the retrieval function: texts → embeddings → one statement ---------------------------------
+
+_models: dict[str, Any] = {}  # engine url -> ModelInfo: read once per process, not per search
+_tuned: set[int] = set()  # engines whose new connections get the HNSW session settings
+
+
+def _tune_sessions(engine: Engine) -> None:
+    """Every new connection of `engine` scans HNSW with a wider candidate list and (pgvector ≥ 0.8)
+    keeps scanning, in exact distance order, when a filter rejects rows: set once per
+    connection, not per search."""
+    from sqlalchemy import event
+
+    if id(engine) in _tuned:
+        return
+    _tuned.add(id(engine))
+
+    @event.listens_for(engine, "connect")
+    def configure(dbapi_conn: Any, record: Any) -> None:
+        cursor = dbapi_conn.cursor()
+        try:
+            cursor.execute("SET hnsw.ef_search = 200")
+            cursor.execute(
+                "SELECT set_config('hnsw.iterative_scan', 'strict_order', false) "
+                "FROM pg_extension WHERE extname = 'vector' AND string_to_array(extversion, '.')::int[] >= '{0,8}'"
+            )
+        finally:
+            cursor.close()
+        dbapi_conn.commit()
+
+    engine.dispose()  # connections made before the hook get replaced by tuned ones
+
+
+def _model(engine: Engine, refresh: bool = False) -> Any:
+    from vedana.errors import NotIndexed
+    from vedana.stores.vectors import recorded_model
+
+    key = str(engine.url)
+    if refresh or key not in _models:
+        with engine.connect() as conn:
+            info = recorded_model(conn)
+        if info is None:
+            raise NotIndexed()
+        _models[key] = info
+    return _models[key]
+
+
+def search_neighbourhood(
+    engine: Engine,
+    dm: DataModel,
+    label: str,
+    attribute: str,
+    vectors: Sequence[Sequence[float]],
+    *,
+    threshold: float,
+    top_n: int,
+    where: Sequence[Condition] = (),
+    expand: int = 0,
+    link_cap: int = DEFAULT_LINK_CAP,
+    mmr: bool = False,
+) -> list[NeighbourhoodHit]:
+    """Search node attribute `label.attribute` for `vectors` (one per phrasing) with the options
+    checked against the data model; one statement per search once the process has read the
+    recorded model."""
+    from vedana.errors import EmbeddingError
+    from vedana.stores.vectors import _vector_expr
+
+    anchor = dm.anchor(label)
+    if anchor is None:
+        raise SearchOptionError(
+            f"{label!r} is not a node type; texts, where, expand and mmr search node attributes"
+        )
+    if not 1 <= len(vectors) <= MAX_TEXTS:
+        raise SearchOptionError(f"search with 1 to {MAX_TEXTS} phrasings, not {len(vectors)}")
+    if not 0 <= expand <= MAX_DEPTH:
+        raise SearchOptionError(f"expand takes 0, 1 or 2 hops, not {expand}")
+    query = NeighbourhoodQuery(
+        label=label,
+        attribute=attribute,
+        vectors=vectors,
+        threshold=threshold,
+        top_n=top_n,
+        where=check_conditions(anchor, where),
+        expand=expand,
+        link_cap=link_cap,
+        mmr=mmr,
+        undirected=undirected_links(dm),
+    )
+    _tune_sessions(engine)
+    info = _model(engine)
+    if any(len(v) != info.dim for v in vectors):
+        info = _model(engine, refresh=True)  # the index may have been rebuilt by another process
+        if any(len(v) != info.dim for v in vectors):
+            raise EmbeddingError(
+                f"the search vectors have {len(vectors[0])} dimensions but the index holds "
+                f"{info.describe()} vectors; embed the query with the same model"
+            )
+    with engine.connect() as conn:
+        return run_neighbourhood_search(conn, query, info.dim, _vector_expr(info.dim))
+
+
+def search_text_neighbourhood(
+    settings: Settings,
+    label: str,
+    attribute: str,
+    texts: Sequence[str],
+    *,
+    where: Sequence[Condition] = (),
+    expand: int = 0,
+    mmr: bool = False,
+    threshold: float | None = None,
+    top_n: int | None = None,
+    engine: Engine | None = None,
+    embedder: Embedder | None = None,
+) -> tuple[float, int, list[NeighbourhoodHit]]:
+    """Embed `texts` and search node attribute `label.attribute` with the graph-aware options:
+    (threshold, top_n in force, hits). What `vedana search --text/--where/--expand/--mmr` runs."""
+    from vedana.stores.staging import load_data_model
+    from vedana.stores.vectors import check_model, find_target, search_params
+
+    if engine is None:
+        from vedana.stores.postgres import get_engine
+
+        engine = get_engine(settings)
+    with engine.connect() as conn:
+        dm = load_data_model(conn)
+    target = find_target(dm, label, attribute)
+    if target.kind != "node":
+        raise SearchOptionError(f"--text, --where, --expand and --mmr search node types; {label!r} is a link")
+    info = _model(engine, refresh=True)
+    if embedder is None:
+        from vedana.embeddings import get_embedder
+
+        embedder = get_embedder(settings)
+    check_model(info, embedder)
+    threshold, top_n = search_params(settings, target.attribute, info.model, threshold=threshold, top_n=top_n)
+    vectors = embedder.embed(list(texts))
+    hits = search_neighbourhood(
+        engine,
+        dm,
+        label,
+        attribute,
+        vectors,
+        threshold=threshold,
+        top_n=top_n,
+        where=where,
+        expand=expand,
+        mmr=mmr,
+    )
+    return threshold, top_n, hits
