@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from vedana.agent.filter import FilterResult, filter_data_model, full_model
 from vedana.agent.history import Turn, question_in_context
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from vedana.config import Settings
     from vedana.embeddings.base import Embedder
     from vedana.stores.graph import GraphStore
+    from vedana.stores.vectors import Kind
 
 MAX_PARALLEL_TOOLS = 8
 
@@ -148,7 +149,7 @@ def _vector_search(settings: Settings, engine: Engine, embedder: Embedder | None
                 check_model(store.model(), chosen)
                 ready["embedder"] = chosen
         [vector] = ready["embedder"].embed([text])
-        return store.search(kind, label, attribute, vector, threshold=threshold, top_n=top_n)
+        return store.search(cast("Kind", kind), label, attribute, vector, threshold=threshold, top_n=top_n)
 
     return search
 

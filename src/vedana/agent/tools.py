@@ -398,11 +398,11 @@ class Toolbox:
 
     def _vector(self, arguments: dict[str, Any], trace: ToolCallTrace) -> str:
         try:
-            args = self.vector_args.model_validate(arguments)
+            args: Any = self.vector_args.model_validate(arguments)  # a model built at run time
         except ValidationError as exc:
             return f"error: invalid arguments for {VECTOR_SEARCH}: {_short_validation(exc)}"
-        label = getattr(args.label, "value", args.label)  # type: ignore[attr-defined]
-        prop = getattr(args.property, "value", args.property)  # type: ignore[attr-defined]
+        label = str(getattr(args.label, "value", args.label))
+        prop = str(getattr(args.property, "value", args.property))
         target = self._searchable(label, prop)
         if target is None:
             valid = ", ".join(f"{s.label}.{s.attribute}" for s in self.searchables) or "none"
@@ -414,7 +414,7 @@ class Toolbox:
             threshold = default_threshold(self.settings.embeddings_model)
         top_n = target.top_n or self.settings.embeddings_top_n
         trace.kind, trace.threshold, trace.top_n = target.kind, threshold, top_n
-        if args.texts or args.where or args.expand or args.mmr:  # type: ignore[attr-defined]
+        if args.texts or args.where or args.expand or args.mmr:
             return self._vector_neighbourhood(args, target, threshold, top_n, trace)
         if self.vector_search is None:
             return "error: vector search is not available (no vector index configured)"

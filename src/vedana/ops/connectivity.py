@@ -8,6 +8,7 @@ reuse (the engine, the graph, the embedder) and record their failure once.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -159,7 +160,7 @@ def connectivity(services: Services, *, llm: bool = False) -> SectionResult:
                 section,
                 services,
                 f"llm {model}",
-                lambda model=model: _probe_llm(settings, model),
+                functools.partial(_probe_llm, settings, model),
                 "connectivity.llm",
             )
     section.seconds = time.monotonic() - started

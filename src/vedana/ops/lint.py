@@ -349,16 +349,16 @@ def _anchor_columns(dm: DataModel, anchor: Anchor, table: RawTable) -> list[Prob
             problems.append(_case(f"column {column.id}", attr.name, table.name, column.id))
     described = {a.name.lower() for a in anchor.attributes}
     exempt = {f"{anchor.noun}_id".lower(), "node_id"} | _link_column_names(dm, anchor.noun)
-    for column in table.columns:
-        if is_helper_column(column) or column.lower() in exempt or column.lower() in described:
+    for name in table.columns:
+        if is_helper_column(name) or name.lower() in exempt or name.lower() in described:
             continue
         problems.append(
             warning(
                 "lint.undescribed-column",
-                f"{table.name}.{column} is not described in Anchor_attributes, so it never reaches "
+                f"{table.name}.{name} is not described in Anchor_attributes, so it never reaches "
                 "the graph; describe it or delete the column",
                 table=table.name,
-                column=column,
+                column=name,
                 type=anchor.noun,
             )
         )

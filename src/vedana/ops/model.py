@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from vedana.datamodel import Attribute, DataModel
+from vedana.datamodel import Anchor, Attribute, DataModel, Link
 
 if TYPE_CHECKING:
     from vedana.config import Settings
@@ -46,11 +46,14 @@ def model(settings: Settings) -> dict[str, Any]:
     embeddable attribute with the `search` settings in force."""
     dm = load_model(settings)
     data = dm.to_dict()
-    for kind, owners in (("anchors", dm.anchors), ("links", dm.links)):
-        for owner, out in zip(owners, data[kind], strict=True):
-            for attribute, attr_out in zip(owner.attributes, out["attributes"], strict=True):
-                if attribute.embeddable:
-                    attr_out["search"] = search_settings(settings, attribute)
+    owners: list[tuple[Anchor | Link, dict[str, Any]]] = [
+        *zip(dm.anchors, data["anchors"], strict=True),
+        *zip(dm.links, data["links"], strict=True),
+    ]
+    for owner, out in owners:
+        for attribute, attr_out in zip(owner.attributes, out["attributes"], strict=True):
+            if attribute.embeddable:
+                attr_out["search"] = search_settings(settings, attribute)
     data["queries"] = [{"id": i, **q} for i, q in enumerate(data["queries"], start=1)]
     return data
 

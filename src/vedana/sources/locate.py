@@ -115,7 +115,7 @@ def _in_grist(where: dict[str, str], client: Any, noun: str, ids: set[str]) -> d
     row_ids = {int(m.group(1)) for i in ids if (m := re.fullmatch(rf"{re.escape(noun)}:(\d+)", i))}
     for batch in _batches(sorted(ids), SQL_BATCH):
         conditions = [f"{_quote(c)} IN ({', '.join('?' * len(batch))})" for c in wanted]
-        args = [v for _ in wanted for v in batch]
+        args: list[Any] = [v for _ in wanted for v in batch]
         if row_ids:
             conditions.append(f"id IN ({', '.join('?' * len(row_ids))})")
             args += sorted(row_ids)

@@ -357,7 +357,7 @@ def run_neighbourhood_search(
             hit = hits.get(row["root"])
             if hit is None:
                 continue
-            key = (row["root"], row["link"], row["dir"])
+            key: tuple[Any, ...] = (row["root"], row["link"], row["dir"])
             group(hit.links, key, row["link"], row["dir"], row["total"]).nodes.append(linked)
             first_hop[(row["root"], row["ntype"], row["nid"])] = linked
         else:
