@@ -239,5 +239,7 @@ def test_vedana_search_takes_the_same_options(people_sample, settings) -> None:
     assert ages and all(age >= 70 for age in ages)
 
     unknown = CliRunner().invoke(app, ["search", "person", "person_name", "x", "--where", "height>=2"])
-    assert isinstance(unknown.exception, SearchOptionError) and unknown.exception.exit_code == 2  # main() exits 2
+    assert (
+        isinstance(unknown.exception, SearchOptionError) and unknown.exception.exit_code == 2
+    )  # main() exits 2
     assert "'height' is not an attribute of 'person'" in str(unknown.exception)
