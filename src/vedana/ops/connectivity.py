@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vedana.ops.problems import Problem, SectionResult, error
+from vedana.problems import Problem, SectionResult, error
 from vedana.redaction import redact
 
 if TYPE_CHECKING:
