@@ -233,7 +233,9 @@ def _link_columns(dm: DataModel, plan: TablePlan) -> list[Problem]:
                     )
                 )
             elif column.id != name:
-                problems.append(case_mismatch(f"link {link.sentence}'s {side} {name!r}", column.id, "Links", side))
+                problems.append(
+                    case_mismatch(f"link {link.sentence}'s {side} {name!r}", column.id, "Links", side)
+                )
     return problems
 
 
