@@ -161,14 +161,14 @@ def test_the_agent_tool_expands_in_one_statement_per_call(
 ) -> None:
     import json
 
-    from vedana.agent.loop import _neighbourhood_search
+    from vedana.agent.loop import neighbourhood_search_for
     from vedana.agent.sources import SourceRegistry
     from vedana.agent.tools import Toolbox
 
     sources = SourceRegistry()
     toolbox = Toolbox(
         agent_settings, indexed_kb, graph, None, sources=sources,
-        neighbourhood=_neighbourhood_search(agent_settings, pg_engine, local_embedder, indexed_kb),
+        neighbourhood=neighbourhood_search_for(agent_settings, pg_engine, local_embedder, indexed_kb),
     )  # fmt: skip
     args = {"label": "Animal", "property": "name", "text": "quokka", "texts": ["quokkas"], "expand": 1}
     toolbox.run("vector_text_search", json.dumps(args), index=0, round_=1)  # reads the model once

@@ -131,7 +131,7 @@ class Agent:
         return response.choices[0].message.content or ""
 
 
-def _vector_search(settings: Settings, engine: Engine, embedder: Embedder | None) -> VectorSearchFn:
+def vector_search_for(settings: Settings, engine: Engine, embedder: Embedder | None) -> VectorSearchFn:
     """Embed the text and search pgvector. The embedder loads, and is checked against the model
     the index was built with, on the first search only."""
     lock = threading.Lock()
@@ -154,7 +154,7 @@ def _vector_search(settings: Settings, engine: Engine, embedder: Embedder | None
     return search
 
 
-def _neighbourhood_search(
+def neighbourhood_search_for(
     settings: Settings, engine: Engine, embedder: Embedder | None, dm: DataModel
 ) -> NeighbourhoodFn:
     """Embed every phrasing in one batch, then one statement: hits with their neighbourhoods."""
@@ -272,10 +272,10 @@ def ask(
             settings,
             filtered.data_model,
             graph,
-            vector_search or _vector_search(settings, engine, embedder),
+            vector_search or vector_search_for(settings, engine, embedder),
             fallback_dm=dm,
             sources=sources,
-            neighbourhood=_neighbourhood_search(settings, engine, embedder, dm),
+            neighbourhood=neighbourhood_search_for(settings, engine, embedder, dm),
         )
         system = system_prompt(templates, settings, filtered)
         trace.system_prompt_chars = len(system)

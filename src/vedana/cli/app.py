@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from vedana import __version__
-from vedana.cli import ask, chat, check, cypher, index, model, run, runs, search, services, sync, threads
+from vedana.cli import ask, chat, check, cypher, index, mcp, model, run, runs, search, services, sync, threads
 from vedana.errors import VedanaError
 
 app = typer.Typer(
@@ -66,6 +66,7 @@ app.command("cypher")(cypher.cypher)
 app.command("search")(search.search)
 app.command("runs")(runs.runs)
 app.command("model")(model.model)
+app.command("mcp")(mcp.mcp)
 app.command("chat")(chat.chat)
 app.add_typer(threads.app, name="threads")
 app.add_typer(services.app, name="services")

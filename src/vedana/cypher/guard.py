@@ -279,14 +279,20 @@ def _first_refusal(tokens: list[Token]) -> str | None:
     return None
 
 
+_UNREADABLE = "it cannot be read as Cypher: "
+
+
 def refusal_reason(query: str) -> str | None:
     """Why `query` is refused, or None when it only reads."""
     try:
         tokens = tokenize(query)
     except MalformedCypher as exc:
-        return str(exc)
+        return _UNREADABLE + str(exc)
     if all(t.kind == "punct" and t.text == ";" for t in tokens):
         return "it is empty"
+    unbalanced = _balanced(tokens)
+    if unbalanced is not None:
+        return _UNREADABLE + unbalanced
     reason = _first_refusal(tokens)
     if reason is not None or "\\" not in query:
         return reason
@@ -310,6 +316,8 @@ def without_final_semicolon(query: str) -> str:
 def ensure_read_only(query: str) -> None:
     """Raise `CypherWriteRefused` unless `query` is a single read-only statement."""
     reason = refusal_reason(query)
+    if reason is not None and reason.startswith(_UNREADABLE):
+        raise CypherWriteRefused(f"refused before running: {reason}; fix the query and try again")
     if reason is not None:
         raise CypherWriteRefused(
             f"refused before running: only read-only Cypher is allowed ({reason}); "
