@@ -46,6 +46,7 @@ class Settings(BaseSettings):
     # Models
     model: str = "gpt-4.1-mini"
     filter_model: str | None = None
+    judge_model: str | None = None  # `vedana eval`'s judge; unset: MODEL
     enable_dm_filtering: bool = True
     embeddings_model: str = DEFAULT_EMBEDDINGS_MODEL
     embeddings_dim: int | None = None

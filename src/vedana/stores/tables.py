@@ -190,6 +190,38 @@ thread_messages = Table(
     Column("cost_usd", Float),
 )
 
+# --- evaluation runs (`vedana eval`) ---------------------------------------------------------
+
+eval_runs = Table(
+    "eval_runs",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("started_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("status", Text, nullable=False, server_default="running"),  # running | done | interrupted
+    Column("golden", Text, nullable=False, server_default=""),  # where the golden set came from
+    Column("config", JSONB, nullable=False, server_default="{}"),  # models, hashes, counts, version
+    Column("selection", JSONB, nullable=False, server_default="{}"),  # scenarios, limit, question
+)
+
+# One row per question of a run; `position` is the question's place in the golden set.
+eval_results = Table(
+    "eval_results",
+    metadata,
+    Column("run_id", BigInteger, ForeignKey("eval_runs.id", ondelete="CASCADE"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("question", Text, nullable=False),
+    Column("scenario", Text, nullable=False, server_default=""),
+    Column("golden_answer", Text, nullable=False, server_default=""),
+    Column("answer", Text),
+    Column("passed", Boolean),
+    Column("error", Text),
+    Column("scores", JSONB, nullable=False, server_default="{}"),  # recall, precision, judge, tools, cost…
+    Column("trace", JSONB),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("run_id", "position"),
+)
+
 schema_migrations = Table(
     "schema_migrations",
     metadata,
