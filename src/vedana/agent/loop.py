@@ -9,14 +9,17 @@ becomes a short "not found" reply with suggestions.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from vedana.agent.filter import FilterResult, filter_data_model, full_model
+from vedana.agent.history import Turn, question_in_context
 from vedana.agent.llm import LLM
+from vedana.agent.sources import Source, SourceRegistry
 from vedana.agent.templates import Templates
-from vedana.agent.tools import Toolbox, VectorSearchFn
+from vedana.agent.tools import NeighbourhoodFn, NeighbourhoodRequest, Toolbox, VectorSearchFn
 from vedana.agent.trace import AskResult, ToolCallTrace, Trace
 from vedana.datamodel import DataModel
 from vedana.datamodel.render import render_playbook, render_text
@@ -94,11 +97,12 @@ class Agent:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"tool-r{round_}") as pool:
             return list(pool.map(run, indexed))
 
-    def answer(self, system: str, question: str) -> str:
+    def answer(self, system: str, question: str, history: Sequence[Turn] = ()) -> str:
         model = self.settings.model
         tools = self.toolbox.specs()
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
+            *({"role": turn.role, "content": turn.text} for turn in history),
             {"role": "user", "content": question},
         ]
         for round_ in range(1, self.settings.agent_max_rounds + 1):
@@ -133,6 +137,68 @@ def _retriever(stack: ExitStack, settings: Settings, engine: Engine, embedder: E
     return stack.enter_context(Retriever(settings, engine, embedder))
 
 
+def vector_search_for(settings: Settings, engine: Engine, embedder: Embedder | None) -> VectorSearchFn:
+    """The agent's vector tool for a long-lived caller (the MCP server): the shared retrieval
+    path, `stores.vectors.Retriever`, whose one held connection lives as long as the function."""
+    from vedana.stores.vectors import Retriever
+
+    return Retriever(settings, engine, embedder).search
+
+
+def neighbourhood_search_for(
+    settings: Settings, engine: Engine, embedder: Embedder | None, dm: DataModel
+) -> NeighbourhoodFn:
+    """Embed every phrasing in one batch, then one statement: hits with their neighbourhoods."""
+    from vedana.stores.vectors import Retriever
+
+    # The retrieval path's embedder: made and checked against the index's model once.
+    retriever = Retriever(settings, engine, embedder)
+
+    def search(request: NeighbourhoodRequest) -> list[dict[str, Any]]:
+        from vedana.stores.neighbourhood import search_neighbourhood
+
+        vectors = retriever.embedder().embed(request.texts)
+        hits = search_neighbourhood(
+            engine, dm, request.label, request.attribute, vectors, threshold=request.threshold,
+            top_n=request.top_n, where=request.where, expand=request.expand, mmr=request.mmr,
+        )  # fmt: skip
+        return [h.to_dict() for h in hits]
+
+    return search
+
+
+def locate_sources(settings: Settings, engine: Engine, sources: list[Source]) -> str | None:
+    """Fill each source's `row` (where its row lives in the synced data source), one look-up per
+    node type; a failure leaves the rows empty and is returned, never raised: the answer stands."""
+    if not sources:
+        return None
+    from vedana.sources.locate import STATE_KEY, locate_nodes
+    from vedana.stores.staging import get_state
+
+    with engine.connect() as conn:
+        where = get_state(conn, STATE_KEY)
+    if not where:
+        return None
+    by_label: dict[str, set[str]] = {}
+    for source in sources:
+        by_label.setdefault(source.label, set()).add(source.node_id)
+    try:
+        client = None
+        if where.get("kind") == "grist":
+            from vedana.sources.grist_http import GristClient
+
+            key = settings.grist_api_key.get_secret_value() if settings.grist_api_key else None
+            client = GristClient(where["server"], where["doc"], key)
+        found = {label: locate_nodes(where, label, ids, client) for label, ids in by_label.items()}
+    except (OSError, VedanaError, ValueError, KeyError) as exc:
+        from vedana.redaction import redact
+
+        return redact(f"the sources' rows could not be located: {exc}")
+    for source in sources:
+        source.row = found.get(source.label, {}).get(source.node_id)
+    return None
+
+
 def ask(
     settings: Settings,
     question: str,
@@ -142,8 +208,12 @@ def ask(
     engine: Engine | None = None,
     embedder: Embedder | None = None,
     vector_search: VectorSearchFn | None = None,
+    history: Sequence[Turn] = (),
 ) -> AskResult:
-    """Answer `question` from the synced and indexed knowledge base; the answer and its trace."""
+    """Answer `question` from the synced and indexed knowledge base; the answer and its trace.
+
+    `history`: the conversation so far (user questions and assistant answers, oldest first),
+    which the filter and the agent both see, so a follow-up selects the right part of the model."""
     started = time.perf_counter()
     question = question.strip()
     if not question:
@@ -170,7 +240,9 @@ def ask(
 
         templates = Templates(dm)
         if use_filter:
-            filtered = filter_data_model(llm, settings.effective_filter_model, dm, question, templates)
+            filtered = filter_data_model(
+                llm, settings.effective_filter_model, dm, question_in_context(question, history), templates
+            )
         else:
             filtered = full_model(dm, enabled=False)
         trace = Trace(
@@ -178,18 +250,22 @@ def ask(
             model=settings.model,
             filter=filtered.trace,
             prompts_overridden=templates.overridden,
+            history_messages=len(history),
         )
+        sources = SourceRegistry()
         toolbox = Toolbox(
             settings,
             filtered.data_model,
             graph,
             vector_search or _retriever(stack, settings, engine, embedder).search,
             fallback_dm=dm,
+            sources=sources,
+            neighbourhood=neighbourhood_search_for(settings, engine, embedder, dm),
         )
         system = system_prompt(templates, settings, filtered)
         trace.system_prompt_chars = len(system)
         try:
-            answer = Agent(settings, llm, toolbox, templates, trace).answer(system, question).strip()
+            answer = Agent(settings, llm, toolbox, templates, trace).answer(system, question, history).strip()
         finally:
             trace.llm_calls = list(llm.calls)
             trace.import_s = llm.import_s
@@ -199,5 +275,7 @@ def ask(
             answer = no_answer_reply(
                 templates, filtered.data_model if filtered.data_model.anchors else dm, question
             )
+        trace.unknown_markers = sources.settle(answer)
+        trace.sources_error = locate_sources(settings, engine, sources.listed())
     trace.total_s = time.perf_counter() - started
-    return AskResult(answer=answer, trace=trace)
+    return AskResult(answer=answer, trace=trace, sources=sources.listed())

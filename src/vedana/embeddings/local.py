@@ -83,7 +83,10 @@ class LocalEmbedder:
     (`vedana.embeddings.service`), so this process never imports torch; when the service cannot
     start, the model loads in-process and a warning says so once."""
 
-    batch_size = 64
+    # Short texts (names, titles) cost least CPU per text in big batches: measured CPU ms/text on
+    # 3,000 short texts, median of 3 on 2 busy cores: batch 32: 10.1, 64: 7.9, 128: 5.4, 256: 5.1.
+    # The character budget (unchanged) still cuts batches of long texts smaller.
+    batch_size = 256
     batch_chars = 64 * 512
 
     def __init__(
