@@ -10,7 +10,7 @@ from typing import Any
 
 
 def _mean(values: list[float]) -> float | None:
-    return round(mean(values), 4) if values else None
+    return round(float(mean(values)), 4) if values else None
 
 
 def _totals(results: list[dict[str, Any]]) -> dict[str, Any]:
