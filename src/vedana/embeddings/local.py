@@ -140,11 +140,11 @@ class LocalEmbedder:
     def _embed_in_service(self, texts: Sequence[str]) -> list[list[float]] | None:
         """The service's vectors, or None (and in-process from now on) when it cannot run."""
         global _fallback_said
-        from vedana.embeddings import service
+        from vedana.embeddings.service import request
 
         assert self._home is not None
         try:
-            return service.request(self._home, self.model, list(texts), self._idle_s)
+            return request(self._home, self.model, list(texts), self._idle_s)
         except OSError as exc:
             if not _fallback_said:
                 import logging

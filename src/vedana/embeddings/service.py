@@ -1,7 +1,7 @@
 """The local embedding model as a warm service under VEDANA_HOME, so a CLI process does not pay
 the seconds of importing torch + sentence-transformers and loading the model.
 
-`python -m vedana.embeddings.service HOME` listens on a unix socket (`HOME/model/model.sock`, or a
+`python -m vedana.embeddings.model_server HOME` listens on a unix socket (`HOME/model/model.sock`, or a
 short dir under /tmp when that path is too long for a socket) with stdlib
 `multiprocessing.connection`; messages are JSON bytes (never pickles): a request
 `{"model": name, "texts": [...]}` gets `{"vectors": [...]}` or `{"error": message}`. It loads each
@@ -9,7 +9,8 @@ model on first request, serves connections in threads, and exits after VEDANA_MO
 seconds without a request. Clients start it on first need (a file lock serialises starters),
 restart it after a crash, and fall back to loading the model in-process when it cannot start.
 
-This module imports neither torch nor sentence-transformers in the client; only the server does.
+This module is the client side and the lifecycle: it imports neither torch nor sentence-transformers
+(nor `local.py`); `model_server.py` is the process that does.
 """
 
 from __future__ import annotations
@@ -22,13 +23,12 @@ import secrets
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 SERVICE = "model"
-MODULE = "vedana.embeddings.service"
+MODULE = "vedana.embeddings.model_server"  # the server process; imports the model code
 SOCKET_NAME = "model.sock"
 MAX_SOCKET_PATH = 107
 DEFAULT_IDLE_S = 900.0
@@ -48,17 +48,17 @@ def socket_path(home: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"vedana-{digest}" / SERVICE / SOCKET_NAME
 
 
-def _pid_file(home: Path) -> Path:
+def pid_file(home: Path) -> Path:
     return service_dir(home) / "model.pid"
 
 
-def _key_file(home: Path) -> Path:
+def key_file(home: Path) -> Path:
     return service_dir(home) / "authkey"
 
 
 def _read_pid(home: Path) -> int | None:
     try:
-        return int(_pid_file(home).read_text().strip())
+        return int(pid_file(home).read_text().strip())
     except (OSError, ValueError):
         return None
 
@@ -107,7 +107,7 @@ def stop_model_service(home: Path, timeout_s: float = 10.0) -> bool:
     home = home.expanduser().resolve()
     pid = _read_pid(home)
     if not _alive(pid, home):
-        _tidy(home)
+        tidy(home)
         return False
     assert pid is not None
     with contextlib.suppress(ProcessLookupError):
@@ -117,12 +117,12 @@ def stop_model_service(home: Path, timeout_s: float = 10.0) -> bool:
     if _alive(pid, home):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    _tidy(home)
+    tidy(home)
     return True
 
 
-def _tidy(home: Path) -> None:
-    for path in (socket_path(home), _pid_file(home)):
+def tidy(home: Path) -> None:
+    for path in (socket_path(home), pid_file(home)):
         with contextlib.suppress(OSError):
             path.unlink()
 
@@ -136,9 +136,9 @@ def ensure_model_service(home: Path, idle_s: float = DEFAULT_IDLE_S) -> tuple[Pa
     sock = socket_path(home)
     with FileLock(str(home / f".{SERVICE}.lock"), timeout=START_TIMEOUT_S * 2):
         if not (_alive(_read_pid(home), home) and sock.exists()):
-            _tidy(home)
+            tidy(home)
             sock.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            key = _key_file(home)
+            key = key_file(home)
             if not key.exists():
                 key.touch(mode=0o600)
                 key.write_text(secrets.token_hex(32))
@@ -157,7 +157,7 @@ def ensure_model_service(home: Path, idle_s: float = DEFAULT_IDLE_S) -> tuple[Pa
                 if time.monotonic() > deadline:
                     raise OSError(f"the model service did not come up in {START_TIMEOUT_S:.0f}s")
                 time.sleep(0.05)
-    return sock, _key_file(home).read_text().encode()
+    return sock, key_file(home).read_text().encode()
 
 
 def request(home: Path, model: str, texts: list[str], idle_s: float = DEFAULT_IDLE_S) -> list[list[float]]:
@@ -185,86 +185,3 @@ def request(home: Path, model: str, texts: list[str], idle_s: float = DEFAULT_ID
             raise EmbeddingError(str(reply["error"]))
         return [list(map(float, v)) for v in reply["vectors"]]
     raise OSError("unreachable")
-
-
-# --- the server ------------------------------------------------------------------------------
-
-
-def serve(home: Path, idle_s: float) -> None:
-    from multiprocessing.connection import Listener
-
-    home = home.expanduser().resolve()
-    sock = socket_path(home)
-    key = _key_file(home).read_text().encode()
-    state = _Activity()
-    with contextlib.suppress(OSError):
-        sock.unlink()
-    listener = Listener(str(sock), family="AF_UNIX", authkey=key)
-    _pid_file(home).write_text(str(os.getpid()))
-
-    def watchdog() -> None:
-        while not state.idle_for(idle_s):
-            time.sleep(min(1.0, idle_s / 4))
-        _tidy(home)
-        os._exit(0)
-
-    threading.Thread(target=watchdog, daemon=True).start()
-    while True:
-        try:
-            conn = listener.accept()
-        except (OSError, EOFError, ValueError):  # a client that failed the auth handshake
-            continue
-        state.begin()
-        threading.Thread(target=_handle, args=(conn, state), daemon=True).start()
-
-
-class _Activity:
-    """Requests in flight and when the last one ended: a long load or batch is never idle."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._busy = 0
-        self._last = time.monotonic()
-
-    def begin(self) -> None:
-        with self._lock:
-            self._busy += 1
-
-    def end(self) -> None:
-        with self._lock:
-            self._busy -= 1
-            self._last = time.monotonic()
-
-    def idle_for(self, seconds: float) -> bool:
-        with self._lock:
-            return self._busy == 0 and time.monotonic() - self._last >= seconds
-
-
-def _handle(conn: Any, state: _Activity) -> None:
-    try:
-        _answer(conn)
-    finally:
-        state.end()
-
-
-def _answer(conn: Any) -> None:
-    from vedana.embeddings.local import LocalEmbedder
-    from vedana.errors import VedanaError
-
-    with conn:
-        try:
-            message = json.loads(conn.recv_bytes())
-            vectors = LocalEmbedder(str(message["model"]), in_process=True).embed(list(message["texts"]))
-            reply: dict[str, Any] = {"vectors": vectors}
-        except VedanaError as exc:
-            reply = {"error": str(exc)}
-        except (EOFError, OSError):
-            return
-        except Exception as exc:  # the client shows it as one line
-            reply = {"error": f"the model service failed: {type(exc).__name__}: {exc}"}
-        with contextlib.suppress(OSError):
-            conn.send_bytes(json.dumps(reply).encode())
-
-
-if __name__ == "__main__":
-    serve(Path(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else DEFAULT_IDLE_S)
