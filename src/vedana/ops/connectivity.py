@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from vedana.embeddings import Embedder
     from vedana.stores.graph import GraphStore
 
-GRIST_TIMEOUT_S = 10.0
 PROBE_TEXT = "vedana check: is the embedding model working?"
 _MISSING = object()
 
@@ -184,14 +183,28 @@ def _probe_grist(settings: Settings) -> str:
     for role, doc_id in docs.items():
         if not doc_id:
             continue
-        client = GristClient(settings.grist_server_url, doc_id, key, timeout_s=GRIST_TIMEOUT_S, retries=0)
+        client = GristClient(
+            settings.grist_server_url,
+            doc_id,
+            key,
+            timeout_s=settings.grist_timeout_s,
+            deadline_s=settings.grist_timeout_s,
+            retries=0,
+        )
         try:
             client.latest_action_hash()
         finally:
             client.close()
         seen.append(role)
     if not seen:
-        client = GristClient(settings.grist_server_url, "-", key, timeout_s=GRIST_TIMEOUT_S, retries=0)
+        client = GristClient(
+            settings.grist_server_url,
+            "-",
+            key,
+            timeout_s=settings.grist_timeout_s,
+            deadline_s=settings.grist_timeout_s,
+            retries=0,
+        )
         try:
             client.call("status", prefix="/")
         finally:
