@@ -217,8 +217,9 @@ def _probe_postgres(services: Services) -> str:
     engine = services.engine()
     if engine is None:
         raise _Failed
-    with engine.connect() as conn:
-        version = conn.exec_driver_sql("SHOW server_version").scalar()
+    from vedana.stores.postgres import server_version
+
+    version = server_version(engine)
     where = "embedded" if services.settings.uses_embedded_postgres else "DB_CONN_URI"
     return f"PostgreSQL {version} ({where})"
 
@@ -227,10 +228,9 @@ def _probe_pgvector(services: Services) -> str:
     engine = services.engine()
     if engine is None:
         raise _Failed
-    with engine.connect() as conn:
-        version = conn.exec_driver_sql(
-            "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-        ).scalar()
+    from vedana.stores.postgres import pgvector_version
+
+    version = pgvector_version(engine)
     if not version:
         raise RuntimeError("the pgvector extension is not installed in the database")
     return f"pgvector {version}"
