@@ -107,10 +107,75 @@ def generate(cli: Cli) -> dict[str, str]:
                 + cli("cypher", "MATCH (d:document) SET d.document_title = 'x'", show=True)
             ),
         ),
+        ("ask", lambda: _ask(cli)),
         ("runs", lambda: cli("runs")),
         ("check", lambda: cli("check", *_sources())),
     ]
     return {name: step() for name, step in steps}
+
+
+def _ask(cli: Cli) -> str:
+    """`vedana ask` through the scripted LLM stand-in the tests use (tests/support/fake_llm.py):
+    the model's moves are scripted, everything else (filter, tools, search, Cypher, trace) is real."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support.fake_llm import FakeLLM, answer, structured, tool_calls
+
+    def results(body: dict) -> list[dict]:
+        return [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+
+    def follow_up(body: dict) -> dict:
+        """After the search: look up the best paragraph's document; after that: answer."""
+        found = results(body)
+        chunk = found[0]["hits"][0]
+        if len(found) == 1:
+            query = (
+                f"MATCH (c:document_chunk {{id: '{chunk['node_id']}'}})-[:DOCUMENT_CHUNK_part_of_DOCUMENT]->"
+                "(d:document) RETURN d.document_title AS document"
+            )
+            return tool_calls(("cypher", {"query": query}))
+        row = found[-1]["rows"][0]
+        document = row["document"] if isinstance(row, dict) else row[0]
+        return answer(f"{chunk['value']} (from {document!r}, paragraph {chunk['node_id']})")
+
+    with FakeLLM() as llm:
+        llm.filter.append(
+            structured(
+                {
+                    "reasoning": "A duty is stated in a document's paragraphs; find the paragraph, then its document.",
+                    "anchor_nouns": ["document_chunk", "document", "fine"],
+                    "link_sentences": ["DOCUMENT_CHUNK_part_of_DOCUMENT"],
+                    "anchor_attribute_names": ["document_chunk_text", "document_title"],
+                    "link_attribute_names": [],
+                    "query_ids": [],
+                }
+            )
+        )
+        llm.agent.append(
+            tool_calls(
+                (
+                    "vector_text_search",
+                    {
+                        "label": "document_chunk",
+                        "property": "document_chunk_text",
+                        "text": "reporting injuries",
+                    },
+                )
+            )
+        )
+        llm.agent.append(follow_up)  # a callable answers every later request
+        os.environ.update(
+            MODEL=llm.model("gpt-4.1-mini"),
+            FILTER_MODEL=llm.model("gpt-4.1-nano"),
+            VEDANA_LLM_API_BASE=llm.api_base,
+            OPENAI_API_KEY="unused",
+        )
+        try:
+            return cli("ask", "When must an employer report a serious injury?", show=True)
+        finally:
+            for name in ("MODEL", "FILTER_MODEL", "VEDANA_LLM_API_BASE", "OPENAI_API_KEY"):
+                os.environ.pop(name, None)
 
 
 def render(readme: str, blocks: dict[str, str]) -> str:
