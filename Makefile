@@ -24,8 +24,9 @@ test: install
 
 # The README's command outputs are generated (scripts/readme_outputs.py): lint fails when they drift.
 lint: install
-	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
 	$(BIN)/python scripts/readme_outputs.py --check
 
 # Rerun every command output README.md shows, on samples/regulations, in a throwaway VEDANA_HOME.
