@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     grist_data_model_doc_id: str | None = None
     grist_data_doc_id: str | None = None
     grist_test_set_doc_id: str | None = None
+    # Each request may take GRIST_TIMEOUT_S (connect and read); one operation, retries and
+    # waits included, GRIST_DEADLINE_S: a server that never answers fails in about that.
+    grist_timeout_s: float = Field(default=20.0, gt=0)
+    grist_deadline_s: float = Field(default=45.0, gt=0)
 
     # Storage; unset means the embedded services under vedana_home.
     db_conn_uri: SecretStr | None = None
@@ -61,6 +65,9 @@ class Settings(BaseSettings):
     embeddings_api_base: str | None = Field(
         default=None, validation_alias=AliasChoices("VEDANA_EMBEDDINGS_API_BASE", "EMBEDDINGS_API_BASE")
     )
+    # A remote embedding model: per request, and per batch with its retries.
+    embeddings_timeout_s: float = Field(default=60.0, gt=0)
+    embeddings_deadline_s: float = Field(default=180.0, gt=0)
 
     # Agent
     cypher_rows_limit: int = 200

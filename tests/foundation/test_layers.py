@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("stores",),
     ("datamodel",),
     ("sources", "embeddings"),
-    ("redaction",),
+    ("redaction", "retry"),
     ("config", "cypher"),
     ("errors", "problems"),
 ]

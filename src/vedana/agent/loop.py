@@ -188,7 +188,13 @@ def locate_sources(settings: Settings, engine: Engine, sources: list[Source]) ->
             from vedana.sources.grist_http import GristClient
 
             key = settings.grist_api_key.get_secret_value() if settings.grist_api_key else None
-            client = GristClient(where["server"], where["doc"], key)
+            client = GristClient(
+                where["server"],
+                where["doc"],
+                key,
+                timeout_s=settings.grist_timeout_s,
+                deadline_s=settings.grist_deadline_s,
+            )
         found = {label: locate_nodes(where, label, ids, client) for label, ids in by_label.items()}
     except (OSError, VedanaError, ValueError, KeyError) as exc:
         from vedana.redaction import redact

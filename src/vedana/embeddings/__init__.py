@@ -50,7 +50,13 @@ def get_embedder(settings: Settings) -> Embedder:
         return LocalEmbedder(name, settings.embeddings_dim, home=home, idle_s=idle_s)
     from vedana.embeddings.remote import RemoteEmbedder
 
-    return RemoteEmbedder(name, settings.embeddings_dim, settings.embeddings_api_base)
+    return RemoteEmbedder(
+        name,
+        settings.embeddings_dim,
+        settings.embeddings_api_base,
+        timeout_s=settings.embeddings_timeout_s,
+        deadline_s=settings.embeddings_deadline_s,
+    )
 
 
 def default_threshold(model: str) -> float:

@@ -174,3 +174,18 @@ def _ensure_pgvector(conn: Connection) -> None:
             f"cannot enable pgvector in the database ({detail}); install pgvector on the Postgres server "
             "(https://github.com/pgvector/pgvector) or leave DB_CONN_URI unset for the embedded Postgres"
         ) from None
+
+
+def server_version(engine: Engine) -> str:
+    """The Postgres server's version, e.g. "18.1"."""
+    with engine.connect() as conn:
+        return str(conn.exec_driver_sql("SHOW server_version").scalar())
+
+
+def pgvector_version(engine: Engine) -> str | None:
+    """The installed pgvector extension's version, or None when it is not installed."""
+    with engine.connect() as conn:
+        version = conn.exec_driver_sql(
+            "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+        ).scalar()
+    return str(version) if version else None
