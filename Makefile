@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint format bench clean
+.PHONY: install demo test lint docs format bench clean
 
 install: $(STAMP)
 
@@ -22,9 +22,16 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -q
 
+# The README's command outputs are generated (scripts/readme_outputs.py): lint fails when they drift.
 lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+	$(BIN)/python scripts/readme_outputs.py --check
+
+# Rerun every command output README.md shows, on samples/regulations, in a throwaway VEDANA_HOME.
+docs: install
+	$(BIN)/python scripts/readme_outputs.py
 
 format: install
 	$(BIN)/ruff format src tests bench

@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     grist_data_model_doc_id: str | None = None
     grist_data_doc_id: str | None = None
     grist_test_set_doc_id: str | None = None
+    # Each request may take GRIST_TIMEOUT_S (connect and read); one operation, retries and
+    # waits included, GRIST_DEADLINE_S: a server that never answers fails in about that.
+    grist_timeout_s: float = Field(default=20.0, gt=0)
+    grist_deadline_s: float = Field(default=45.0, gt=0)
 
     # Storage; unset means the embedded services under vedana_home.
     db_conn_uri: SecretStr | None = None
@@ -46,6 +50,7 @@ class Settings(BaseSettings):
     # Models
     model: str = "gpt-4.1-mini"
     filter_model: str | None = None
+    judge_model: str | None = None  # `vedana eval`'s judge; unset: MODEL
     enable_dm_filtering: bool = True
     embeddings_model: str = DEFAULT_EMBEDDINGS_MODEL
     embeddings_dim: int | None = None
@@ -58,12 +63,18 @@ class Settings(BaseSettings):
     embeddings_api_base: str | None = Field(
         default=None, validation_alias=AliasChoices("VEDANA_EMBEDDINGS_API_BASE", "EMBEDDINGS_API_BASE")
     )
+    # A remote embedding model: per request, and per batch with its retries.
+    embeddings_timeout_s: float = Field(default=60.0, gt=0)
+    embeddings_deadline_s: float = Field(default=180.0, gt=0)
 
     # Agent
     cypher_rows_limit: int = 200
     cypher_timeout_s: float = 10.0
     pipeline_history_length: int = 20
     agent_max_rounds: int = Field(default=5, validation_alias=AliasChoices("VEDANA_AGENT_MAX_ROUNDS"))
+
+    # `vedana mcp --http`: the bearer token clients must send (required off loopback).
+    mcp_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("VEDANA_MCP_TOKEN"))
 
     debug: bool = Field(default=False, validation_alias=AliasChoices("VEDANA_DEBUG"))
 
@@ -87,7 +98,7 @@ class Settings(BaseSettings):
         """Every secret value currently configured, for redaction: keys, passwords, and the
         password part of any configured URL (as written and percent-decoded)."""
         found: list[str] = []
-        for value in (self.grist_api_key, self.memgraph_pwd):
+        for value in (self.grist_api_key, self.memgraph_pwd, self.mcp_token):
             if value is not None and value.get_secret_value():
                 found.append(value.get_secret_value())
         urls = [self.memgraph_uri, self.grist_server_url, self.llm_api_base, self.embeddings_api_base]

@@ -3,12 +3,14 @@ through a local OpenAI-compatible server (retries on 429/5xx, no retry on 401)."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from support.fake_embeddings import FakeEmbeddings
+from support.silent_server import silent_server
 from vedana.config import Settings
 from vedana.embeddings import batches_by_budget, default_threshold, get_embedder
 from vedana.embeddings.hashing import HashEmbedder
@@ -145,3 +147,20 @@ def test_wrong_dimension_from_the_provider_is_a_clear_error(tmp_path: Path, serv
     server.ignore_dimensions = True  # a provider that cannot shorten its vectors
     with pytest.raises(EmbeddingError, match="returned 24-dimensional vectors but 16 were expected"):
         embedder.embed(["x"])
+
+
+def test_hung_embeddings_server_fails_within_the_deadline() -> None:
+    """A server that accepts and never answers: one line naming it and the settings, within
+    EMBEDDINGS_DEADLINE_S plus a few seconds (not attempts × timeout)."""
+    with silent_server() as url:
+        embedder = RemoteEmbedder("openai/hung-model", 8, f"{url}/v1", timeout_s=1.0, deadline_s=3.0)
+        started = time.monotonic()
+        with pytest.raises(EmbeddingError) as caught:
+            embedder.embed(["anyone there?"])
+        seconds = time.monotonic() - started
+
+    message = str(caught.value)
+    assert "\n" not in message
+    assert f"embedding model openai/hung-model at {url}/v1 did not answer within 3 s" in message
+    assert "EMBEDDINGS_DEADLINE_S" in message
+    assert seconds < 3.0 + 5.0, seconds

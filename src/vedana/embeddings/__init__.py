@@ -48,7 +48,13 @@ def get_embedder(settings: Settings) -> Embedder:
         return LocalEmbedder(name, settings.embeddings_dim)
     from vedana.embeddings.remote import RemoteEmbedder
 
-    return RemoteEmbedder(name, settings.embeddings_dim, settings.embeddings_api_base)
+    return RemoteEmbedder(
+        name,
+        settings.embeddings_dim,
+        settings.embeddings_api_base,
+        timeout_s=settings.embeddings_timeout_s,
+        deadline_s=settings.embeddings_deadline_s,
+    )
 
 
 def default_threshold(model: str) -> float:

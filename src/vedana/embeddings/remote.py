@@ -1,14 +1,14 @@
 """Embedding models behind litellm: OpenAI (`text-embedding-3-large`), Ollama (`ollama/…`), or any
 OpenAI-compatible server (`openai/<name>` with EMBEDDINGS_API_BASE).
 
-Requests are batched under a text-count and character budget, retried with exponential backoff
-on rate limits, 5xx and connection errors, and every answer is checked for its dimension.
+Requests are batched under a text-count and character budget, retried by the policy of
+`vedana.retry` on rate limits, 5xx and connection errors (EMBEDDINGS_TIMEOUT_S per request,
+EMBEDDINGS_DEADLINE_S per batch), and every answer is checked for its dimension.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,6 +16,8 @@ from typing import Any
 from vedana.embeddings.base import batches_by_budget, check_vectors
 from vedana.errors import EmbeddingError
 from vedana.redaction import redact
+from vedana.retry import RetryPolicy, refused
+from vedana.retry import call as call_with_retry
 
 MAX_BACKOFF_S = 30.0
 # Dimensions of well-known models, so no request is needed to learn them.
@@ -44,6 +46,7 @@ class RemoteEmbedder:
         max_attempts: int = 5,
         backoff_s: float = 0.5,
         timeout_s: float = 60.0,
+        deadline_s: float = 180.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.model = model
@@ -51,6 +54,7 @@ class RemoteEmbedder:
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
         self.timeout_s = timeout_s
+        self.deadline_s = deadline_s
         self._sleep = sleep
         self._requested_dim = dim
         self._dim = dim or KNOWN_DIMS.get(_bare_name(model))
@@ -89,45 +93,72 @@ class RemoteEmbedder:
                 args["api_key"] = "unused"  # a local OpenAI-compatible server needs no key
         return args
 
-    def _backoff(self, attempt: int) -> None:
-        """Exponential, capped, with jitter so parallel clients do not retry in step."""
-        delay = min(self.backoff_s * 2 ** (attempt - 1), MAX_BACKOFF_S)
-        self._sleep(delay + random.uniform(0, delay / 2))
+    def _policy(self) -> RetryPolicy:
+        # Read at each request: tests and callers may change the attributes after construction.
+        return RetryPolicy(
+            attempts=self.max_attempts,
+            backoff_s=self.backoff_s,
+            max_backoff_s=MAX_BACKOFF_S,
+            timeout_s=self.timeout_s,
+            deadline_s=self.deadline_s,
+        )
 
     def _request(self, batch: list[str]) -> list[list[float]]:
         litellm = _litellm()
 
-        retryable = (
+        transient = (
             litellm.RateLimitError,
             litellm.InternalServerError,
             litellm.ServiceUnavailableError,
             litellm.APIConnectionError,
             litellm.Timeout,
         )
+
+        def retryable(exc: BaseException) -> bool:
+            if isinstance(exc, transient):
+                return True
+            return isinstance(exc, litellm.APIError) and (getattr(exc, "status_code", 0) or 0) >= 500
+
         args = self._call_args()
-        for attempt in range(1, self.max_attempts + 1):
-            try:
-                self.requests += 1
-                response = litellm.embedding(model=self.model, input=batch, **args)
-                break
-            except retryable as exc:
-                if attempt == self.max_attempts:
-                    raise EmbeddingError(
-                        f"embedding model {self.model} still failing after {attempt} attempts "
-                        f"({_first_line(exc)}); check the provider's status or rate limits"
-                    ) from None
-                self._backoff(attempt)
-            except litellm.APIError as exc:
-                if (getattr(exc, "status_code", 0) or 0) >= 500 and attempt < self.max_attempts:
-                    self._backoff(attempt)
-                    continue
-                raise EmbeddingError(_failure(self.model, exc)) from None
-            except Exception as exc:  # auth, bad request, unknown model: retrying will not help
-                raise EmbeddingError(_failure(self.model, exc)) from None
+        attempts = 0
+
+        def attempt(timeout_s: float) -> Any:
+            nonlocal attempts
+            attempts += 1
+            self.requests += 1
+            return litellm.embedding(model=self.model, input=batch, **{**args, "timeout": timeout_s})
+
+        try:
+            response = call_with_retry(
+                attempt,
+                self._policy(),
+                retry_on=retryable,
+                what=f"embedding model {self.model}",
+                sleep=self._sleep,
+            )
+        except Exception as exc:
+            raise EmbeddingError(self._gave_up(exc, attempts, retryable(exc), litellm)) from None
         usage = getattr(response, "usage", None)
         self.tokens_used += int(getattr(usage, "prompt_tokens", 0) or 0)
         items = sorted(response.data, key=lambda item: _field(item, "index") or 0)
         return [list(_field(item, "embedding")) for item in items]
+
+    def _gave_up(self, exc: Exception, attempts: int, transient: bool, litellm: Any) -> str:
+        if not transient:  # auth, bad request, unknown model: retrying would not help
+            return _failure(self.model, exc)
+        where = f"embedding model {self.model}" + (f" at {redact(self.api_base)}" if self.api_base else "")
+        if isinstance(exc, litellm.Timeout):
+            return (
+                f"{where} did not answer within {self.deadline_s:g} s ({attempts} attempts, "
+                f"{self.timeout_s:g} s each at most); check EMBEDDINGS_API_BASE and the server, "
+                "or raise EMBEDDINGS_TIMEOUT_S / EMBEDDINGS_DEADLINE_S"
+            )
+        if refused(exc):
+            return f"{where} refused the connection ({attempts} attempts); check EMBEDDINGS_API_BASE"
+        return (
+            f"{where} still failing after {attempts} attempts "
+            f"({_first_line(exc)}); check the provider's status or rate limits"
+        )
 
 
 class _NoRetries(int):

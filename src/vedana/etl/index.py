@@ -14,14 +14,7 @@ from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vedana.etl.embed_values import (
-    VECTORS_TARGETS_KEY,
-    VECTORS_VERSION_KEY,
-    VectorChanges,
-    embed_targets,
-    embed_values,
-    plan_values,
-)
+from vedana.etl.embed_values import VectorChanges, embed_targets, embed_values, plan_values
 from vedana.etl.graph_load import (
     GraphChanges,
     VersionRange,
@@ -29,6 +22,15 @@ from vedana.etl.graph_load import (
     load_graph,
     owned_types,
     quote_name,
+)
+from vedana.stores.index_state import (
+    GRAPH_VERSION_KEY,
+    VECTORS_VERSION_KEY,
+    embedded_targets,
+    forget_watermark,
+    set_watermark,
+    staging_version,
+    watermarks,
 )
 
 if TYPE_CHECKING:
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, "int | None"], None]
 Notice = Callable[[str], None]
 
-GRAPH_VERSION_KEY = "index.graph.version"
 DEFAULT_GRAPH_BATCH = 1000
 
 
@@ -185,24 +186,15 @@ def index(
 
 
 def _read_start(conn: Connection, embedder: Embedder, dm: Any) -> _Start:
-    from vedana.stores.staging import get_state
     from vedana.stores.vectors import ModelInfo, recorded_model
 
-    upto = int(
-        conn.exec_driver_sql(
-            "SELECT greatest((SELECT coalesce(max(version), 0) FROM nodes), "
-            "(SELECT coalesce(max(version), 0) FROM edges))"
-        ).scalar()
-        or 0
-    )
-    stored_targets = get_state(conn, VECTORS_TARGETS_KEY)
+    stored_targets = embedded_targets(conn)
     targets = [list(t) for t in embed_targets(dm)]
-    graph_since = get_state(conn, GRAPH_VERSION_KEY)
-    vectors_since = get_state(conn, VECTORS_VERSION_KEY)
+    marks = watermarks(conn)
     return _Start(
-        upto=upto,
-        graph_since=None if graph_since is None else int(graph_since),
-        vectors_since=None if vectors_since is None else int(vectors_since),
+        upto=staging_version(conn),
+        graph_since=marks.graph,
+        vectors_since=marks.vectors,
         vectors_targets_changed=stored_targets is not None and stored_targets != targets,
         recorded=recorded_model(conn),
         current=ModelInfo(model=embedder.model, dim=embedder.dim),
@@ -266,7 +258,7 @@ def _apply(
     on_progress: Progress,
     on_notice: Notice | None,
 ) -> IndexReport:
-    from vedana.stores.staging import load_data_model, set_state
+    from vedana.stores.staging import load_data_model
     from vedana.stores.vectors import reset_vector_tables
 
     began = time.perf_counter()
@@ -287,7 +279,7 @@ def _apply(
             quote_name(name)  # a name no engine can take stops the run before the graph is touched
         rows = _graph_range(start, full)
         if rows.full:
-            _forget(conn, GRAPH_VERSION_KEY)  # a run killed after the clear must not look done
+            forget_watermark(conn, GRAPH_VERSION_KEY)  # a run killed after the clear must not look done
             graph.clear(owned.nodes)
             report.graph_rebuilt = True
         report._add_graph(load_graph(conn, graph, rows, batch_size=batch_size, on_progress=on_progress))
@@ -299,7 +291,7 @@ def _apply(
                 on_notice,
                 _graph_mismatch(in_graph, wanted),
             )
-            _forget(conn, GRAPH_VERSION_KEY)
+            forget_watermark(conn, GRAPH_VERSION_KEY)
             graph.clear(owned.nodes)
             report.graph_rebuilt = True
             everything = VersionRange(None, start.upto)
@@ -307,7 +299,7 @@ def _apply(
                 load_graph(conn, graph, everything, batch_size=batch_size, on_progress=on_progress)
             )
         graph.persist()  # durable before the watermark says so: a crash after this loses nothing
-        set_state(conn, GRAPH_VERSION_KEY, start.upto)
+        set_watermark(conn, GRAPH_VERSION_KEY, start.upto)
         conn.commit()
         report.phase_seconds["graph"] = time.perf_counter() - t0
 
@@ -315,7 +307,7 @@ def _apply(
         t0 = time.perf_counter()
         if start.recorded != start.current:
             reset_vector_tables(conn, start.current)
-            _forget(conn, VECTORS_VERSION_KEY)  # in the same commit: empty tables, no watermark
+            forget_watermark(conn, VECTORS_VERSION_KEY)  # in the same commit: empty tables, no watermark
             conn.commit()
         rows = _vector_range(start, full)
         report.vectors_rebuilt = rows.full
@@ -330,14 +322,6 @@ def _apply(
     report.phase_seconds = {k: round(v, 3) for k, v in report.phase_seconds.items()}
     report.total_seconds = round(time.perf_counter() - began, 3)
     return report
-
-
-def _forget(conn: Connection, key: str) -> None:
-    """Drop a watermark and commit, before a step that would leave its target half-built."""
-    from vedana.stores.tables import vedana_state
-
-    conn.execute(vedana_state.delete().where(vedana_state.c.key == key))
-    conn.commit()
 
 
 def _plan(engine: Engine, embedder: Embedder, *, full: bool, on_notice: Notice | None) -> IndexReport:

@@ -8,12 +8,13 @@ reuse (the engine, the graph, the embedder) and record their failure once.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vedana.ops.problems import Problem, SectionResult, error
+from vedana.problems import Problem, SectionResult, error
 from vedana.redaction import redact
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from vedana.embeddings import Embedder
     from vedana.stores.graph import GraphStore
 
-GRIST_TIMEOUT_S = 10.0
 PROBE_TEXT = "vedana check: is the embedding model working?"
 _MISSING = object()
 
@@ -159,7 +159,7 @@ def connectivity(services: Services, *, llm: bool = False) -> SectionResult:
                 section,
                 services,
                 f"llm {model}",
-                lambda model=model: _probe_llm(settings, model),
+                functools.partial(_probe_llm, settings, model),
                 "connectivity.llm",
             )
     section.seconds = time.monotonic() - started
@@ -184,14 +184,28 @@ def _probe_grist(settings: Settings) -> str:
     for role, doc_id in docs.items():
         if not doc_id:
             continue
-        client = GristClient(settings.grist_server_url, doc_id, key, timeout_s=GRIST_TIMEOUT_S, retries=0)
+        client = GristClient(
+            settings.grist_server_url,
+            doc_id,
+            key,
+            timeout_s=settings.grist_timeout_s,
+            deadline_s=settings.grist_timeout_s,
+            retries=0,
+        )
         try:
             client.latest_action_hash()
         finally:
             client.close()
         seen.append(role)
     if not seen:
-        client = GristClient(settings.grist_server_url, "-", key, timeout_s=GRIST_TIMEOUT_S, retries=0)
+        client = GristClient(
+            settings.grist_server_url,
+            "-",
+            key,
+            timeout_s=settings.grist_timeout_s,
+            deadline_s=settings.grist_timeout_s,
+            retries=0,
+        )
         try:
             client.call("status", prefix="/")
         finally:
@@ -204,8 +218,9 @@ def _probe_postgres(services: Services) -> str:
     engine = services.engine()
     if engine is None:
         raise _Failed
-    with engine.connect() as conn:
-        version = conn.exec_driver_sql("SHOW server_version").scalar()
+    from vedana.stores.postgres import server_version
+
+    version = server_version(engine)
     where = "embedded" if services.settings.uses_embedded_postgres else "DB_CONN_URI"
     return f"PostgreSQL {version} ({where})"
 
@@ -214,10 +229,9 @@ def _probe_pgvector(services: Services) -> str:
     engine = services.engine()
     if engine is None:
         raise _Failed
-    with engine.connect() as conn:
-        version = conn.exec_driver_sql(
-            "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-        ).scalar()
+    from vedana.stores.postgres import pgvector_version
+
+    version = pgvector_version(engine)
     if not version:
         raise RuntimeError("the pgvector extension is not installed in the database")
     return f"pgvector {version}"

@@ -7,7 +7,8 @@ it dies (so there is never a stale lock to clean up by hand):
 - a Postgres advisory lock on a key of its own, so runs on different machines that share one
   `DB_CONN_URI` exclude each other too.
 
-The writer lock of `vedana.stores.staging` is a different key: sync and index take it for each
+The advisory lock's statements live in `vedana.stores.locks`. The writer lock of
+`vedana.stores.staging` is a different key: sync and index take it for each
 write, so a standalone `vedana sync` or `vedana index` still waits for a run's current phase.
 """
 
@@ -24,11 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vedana.errors import LockBusy
+from vedana.stores.locks import RUN_LOCK_KEY, release_run_lock, try_run_lock
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-RUN_LOCK_KEY = 0x7665_6472  # "vedr"; distinct from the writer and schema locks
+__all__ = ["RUN_LOCK_KEY", "advisory_lock", "file_lock", "is_run_locked", "lock_path", "read_holder"]
 LOCK_FILE = "run.lock"
 HOLDER_FILE = "run.lock.json"  # who holds it: read only to say so when busy
 POLL_S = 0.2
@@ -92,9 +94,7 @@ def advisory_lock(engine: Engine, wait: float) -> Iterator[None]:
     deadline = time.monotonic() + max(wait, 0.0)
     with engine.connect() as conn:
         while True:
-            got = bool(conn.exec_driver_sql(f"SELECT pg_try_advisory_lock({RUN_LOCK_KEY})").scalar())
-            conn.commit()
-            if got:
+            if try_run_lock(conn):
                 break
             if time.monotonic() >= deadline:
                 raise _busy("it holds the database's run lock, possibly on another machine", wait)
@@ -102,8 +102,7 @@ def advisory_lock(engine: Engine, wait: float) -> Iterator[None]:
         try:
             yield
         finally:
-            conn.exec_driver_sql(f"SELECT pg_advisory_unlock({RUN_LOCK_KEY})")
-            conn.commit()
+            release_run_lock(conn)
 
 
 def is_run_locked(home: Path) -> bool:

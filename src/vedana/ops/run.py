@@ -37,7 +37,8 @@ Notice = Callable[[str], None]
 PhaseDone = Callable[[str, Any], None]
 
 DEFAULT_WAIT_S = 10.0
-UPDATED, UP_TO_DATE = "updated", "up to date"
+UPDATED: Literal["updated"] = "updated"
+UP_TO_DATE: Literal["up to date"] = "up to date"
 
 
 @dataclass
@@ -170,23 +171,12 @@ def _record_busy(settings: Settings, engine: Engine | None, source: str, message
     from vedana.redaction import redact
 
     try:
-        from sqlalchemy import func
-
-        from vedana.stores.tables import runs
+        from vedana.stores.run_log import record_busy
 
         if engine is None:
             from vedana.stores.postgres import get_engine
 
             engine = get_engine(settings)
-        with engine.begin() as conn:
-            conn.execute(
-                runs.insert().values(
-                    kind="run",
-                    status="busy",
-                    source=redact(source),
-                    finished_at=func.now(),
-                    error=redact(message)[:2000],
-                )
-            )
+        record_busy(engine, "run", source, message)
     except Exception as exc:  # the lock holder's Postgres may be starting or gone: just say so
         log.warning("could not record the busy run in the run log: %s", redact(str(exc)).splitlines()[0])

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from vedana.ops import inventory
 from vedana.redaction import redact
+from vedana.stores.locks import held_locks
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -31,20 +32,6 @@ def _seconds(row: dict[str, Any]) -> float | None:
     if isinstance(start, datetime) and isinstance(end, datetime):
         return round((end - start).total_seconds(), 3)
     return None
-
-
-def held_locks(conn: Connection) -> set[str]:
-    """Which of vedana's advisory locks some session holds now ("run", "writer"); read from
-    pg_locks, so it sees holders on every machine and never takes a lock itself."""
-    from vedana.ops.lock import RUN_LOCK_KEY
-    from vedana.stores.staging import WRITER_LOCK_KEY
-
-    # A bigint key below 2**32 shows up as objid with classid 0.
-    keys = {RUN_LOCK_KEY: "run", WRITER_LOCK_KEY: "writer"}
-    rows = conn.exec_driver_sql(
-        "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = 0"
-    ).scalars()
-    return {keys[k] for k in rows if k in keys}
 
 
 def _interrupted(row: dict[str, Any], held: set[str]) -> bool:
@@ -76,17 +63,10 @@ def run_row(row: dict[str, Any], held: set[str] | None = None) -> dict[str, Any]
 
 
 def _last_success(conn: Connection, kind: str) -> dict[str, Any] | None:
-    from sqlalchemy import select
+    from vedana.stores.run_log import last_success
 
-    from vedana.stores.tables import runs
-
-    row = conn.execute(
-        select(runs)
-        .where(runs.c.kind == kind, runs.c.status.in_(SUCCESS))
-        .order_by(runs.c.id.desc())
-        .limit(1)
-    ).first()
-    return run_row(dict(row._mapping)) if row is not None else None
+    row = last_success(conn, kind, SUCCESS)
+    return run_row(row) if row is not None else None
 
 
 def knowledge_base(settings: Settings, engine: Engine, graph: GraphStore | None = None) -> dict[str, Any]:

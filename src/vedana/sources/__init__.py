@@ -70,7 +70,13 @@ def _server_source(doc_id: str, *, role: Role, settings: Settings, csv: bool) ->
     if not settings.grist_server_url:
         raise ConfigError(f"set GRIST_SERVER_URL to read Grist document {doc_id!r}")
     key = settings.grist_api_key.get_secret_value() if settings.grist_api_key else None
-    client = GristClient(settings.grist_server_url, doc_id, key)
+    client = GristClient(
+        settings.grist_server_url,
+        doc_id,
+        key,
+        timeout_s=settings.grist_timeout_s,
+        deadline_s=settings.grist_deadline_s,
+    )
     if csv:
         return GristCsvSource(client)
     # The Data Model's tables are small: one /records call each. Data tables are paged via /sql.

@@ -16,6 +16,7 @@ from typing import Any
 import urllib3
 
 from vedana.errors import GristError
+from vedana.retry import resume
 from vedana.sources.base import Column, RawTable
 from vedana.sources.cells import from_text
 from vedana.sources.csv_rows import csv_records
@@ -49,21 +50,25 @@ class GristCsvSource(GristApiSource):
 
         def rows() -> Iterator[tuple[int, dict[str, Any]]]:
             done = 0
-            attempt = 0
-            while True:
-                try:
-                    for line_no, cells in self._download(name, visible, meta.labels, skip=done):
-                        done = line_no
-                        yield line_no, cells
-                    return
-                except DOWNLOAD_ERRORS as exc:
-                    attempt += 1
-                    if attempt > self.client.retries:
-                        raise GristError(
-                            f"the CSV export of {name!r} from {self.client.server} kept breaking off "
-                            f"({type(exc).__name__}); try again later"
-                        ) from None
-                    self.client._sleep(attempt, None, f"{type(exc).__name__} while downloading {name}")
+
+            def rest() -> Iterator[tuple[int, dict[str, Any]]]:
+                nonlocal done
+                for line_no, cells in self._download(name, visible, meta.labels, skip=done):
+                    done = line_no
+                    yield line_no, cells
+
+            try:
+                yield from resume(
+                    rest,
+                    self.client.policy,
+                    retry_on=lambda exc: isinstance(exc, DOWNLOAD_ERRORS),
+                    what=f"Grist CSV export of {name}",
+                )
+            except DOWNLOAD_ERRORS as exc:
+                raise GristError(
+                    f"the CSV export of {name!r} from {self.client.server} kept breaking off "
+                    f"({type(exc).__name__}); try again later"
+                ) from None
 
         return RawTable(name=name, columns=visible, _rows=rows)
 

@@ -2,15 +2,15 @@
 
 `grist_api.GristDocAPI.call` sends a request with no timeout, no retry and a generic
 `HTTPError`; this subclass keeps its interface (`tables()`, `columns()`, `call()`) and adds:
-one pooled `requests.Session`, a timeout, retries with exponential backoff for transient
-failures (connection drops, timeouts, 429 and 5xx), streaming for downloads, and one-line
-errors for 401/403/404 that never carry the API key.
+one pooled `requests.Session`, the retry policy of `vedana.retry` for transient failures
+(connection drops, timeouts, 429 and 5xx; `GRIST_TIMEOUT_S` per request, `GRIST_DEADLINE_S` per
+operation), streaming for downloads, and one-line errors for 401/403/404, for a server that
+refuses or never answers, none of which carry the API key.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 from urllib.parse import quote
 
@@ -19,6 +19,8 @@ from grist_api import GristDocAPI
 
 from vedana.errors import GristAuthError, GristError, GristNotFound
 from vedana.redaction import known_secrets, redact
+from vedana.retry import RetryPolicy, refused
+from vedana.retry import call as call_with_retry
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +41,8 @@ class GristClient(GristDocAPI):
         doc_id: str,
         api_key: str | None,
         *,
-        timeout_s: float = 60.0,
+        timeout_s: float = 20.0,
+        deadline_s: float = 45.0,
         retries: int = 4,
         backoff_s: float = 0.5,
         max_backoff_s: float = 8.0,
@@ -51,15 +54,18 @@ class GristClient(GristDocAPI):
         self._has_key = bool(api_key)
         self.doc_id = doc_id
         self.server = server
-        self.timeout_s = timeout_s
-        self.retries = retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
+        self.policy = RetryPolicy(
+            attempts=retries + 1,
+            backoff_s=backoff_s,
+            max_backoff_s=max_backoff_s,
+            timeout_s=timeout_s,
+            deadline_s=deadline_s,
+        )
         self.session = requests.Session()
         self.requests_made = 0
 
     # grist-api calls this for tables()/columns(); we call it for everything else too.
-    def call(  # type: ignore[override]
+    def call(
         self,
         url: str,
         json_data: Any = None,
@@ -76,43 +82,59 @@ class GristClient(GristDocAPI):
         headers = {"Accept": "application/json"}
         if self._has_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        attempt = 0
-        while True:
-            attempt += 1
-            self.requests_made += 1
-            try:
-                resp = self.session.request(
-                    method,
-                    full_url,
-                    params=params,
-                    json=json_data,
-                    headers=headers,
-                    timeout=self.timeout_s,
-                    stream=stream,
-                )
-            except TRANSIENT_ERRORS as exc:
-                if attempt > self.retries:
-                    raise GristError(
-                        f"Grist at {self.server} did not answer after {attempt} attempts "
-                        f"({type(exc).__name__}); check GRIST_SERVER_URL and the network"
-                    ) from None
-                self._sleep(attempt, None, f"{type(exc).__name__} on {url}")
-                continue
-            if resp.ok:
-                return resp
-            if resp.status_code in RETRY_STATUSES and attempt <= self.retries:
-                retry_after = resp.headers.get("Retry-After")
-                resp.close()
-                self._sleep(attempt, retry_after, f"HTTP {resp.status_code} on {url}")
-                continue
-            raise self._error(resp, url, attempt)
+        attempts = 0
 
-    def _sleep(self, attempt: int, retry_after: str | None, why: str) -> None:
-        delay = min(self.backoff_s * 2 ** (attempt - 1), self.max_backoff_s)
-        if retry_after and retry_after.isdigit():
-            delay = min(max(delay, float(retry_after)), self.max_backoff_s)
-        log.warning("Grist: %s; retrying in %.1fs", redact(why), delay)
-        time.sleep(delay)
+        def attempt(timeout_s: float) -> requests.Response:
+            nonlocal attempts
+            attempts += 1
+            self.requests_made += 1
+            resp = self.session.request(
+                method, full_url, params=params, json=json_data, headers=headers,
+                timeout=timeout_s, stream=stream,
+            )  # fmt: skip
+            if resp.status_code in RETRY_STATUSES:
+                raise _RetryableStatus(resp)
+            return resp
+
+        try:
+            resp = call_with_retry(
+                attempt,
+                self.policy,
+                retry_on=lambda exc: isinstance(exc, (*TRANSIENT_ERRORS, _RetryableStatus)),
+                retry_after=_retry_after,
+                on_retry=lambda exc: exc.response.close() if isinstance(exc, _RetryableStatus) else None,
+                what=f"Grist {url.split('?')[0]}",
+            )
+        except _RetryableStatus as exc:
+            raise self._error(exc.response, url, attempts) from None
+        except TRANSIENT_ERRORS as exc:
+            raise self.unreachable(exc, attempts) from None
+        if resp.ok:
+            return resp
+        raise self._error(resp, url, attempts)
+
+    @property
+    def retries(self) -> int:
+        return self.policy.attempts - 1
+
+    def unreachable(self, exc: BaseException, attempts: int) -> GristError:
+        """The one-line error for a server that refused, or did not answer in time."""
+        tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+        if refused(exc):
+            return GristError(
+                f"Grist at {self.server} refused the connection ({tries}); "
+                "check GRIST_SERVER_URL and that the server is running"
+            )
+        if isinstance(exc, requests.Timeout):
+            return GristError(
+                f"Grist at {self.server} did not answer within {self.policy.deadline_s:g} s ({tries}, "
+                f"{self.policy.timeout_s:g} s each at most); check GRIST_SERVER_URL and the network, "
+                "or raise GRIST_TIMEOUT_S / GRIST_DEADLINE_S"
+            )
+        return GristError(
+            f"Grist at {self.server} broke off the connection ({tries}, {type(exc).__name__}); "
+            "check GRIST_SERVER_URL and the network"
+        )
 
     def _error(self, resp: requests.Response, url: str, attempts: int) -> GristError:
         message = _server_message(resp, self._api_key if self._has_key else "")
@@ -163,6 +185,22 @@ class GristClient(GristDocAPI):
 
     def close(self) -> None:
         self.session.close()
+
+
+class _RetryableStatus(Exception):
+    """An answer worth asking again for (429, 5xx): carried through the retry policy."""
+
+    def __init__(self, response: requests.Response) -> None:
+        super().__init__(f"HTTP {response.status_code}")
+        self.response = response
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """A server's `Retry-After` in seconds (the HTTP-date form is rare for these servers)."""
+    if not isinstance(exc, _RetryableStatus):
+        return None
+    value = exc.response.headers.get("Retry-After", "")
+    return float(value) if value.strip().isdigit() else None
 
 
 def _server_message(resp: requests.Response, api_key: str) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from vedana.redaction import redact
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
+    from sqlalchemy import Connection, Engine
 
 
 @dataclass
@@ -66,3 +66,36 @@ def recent_runs(engine: Engine, limit: int = 20, kind: str | None = None) -> lis
         query = query.where(runs.c.kind == kind)
     with engine.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def last_success(conn: Connection, kind: str, statuses: tuple[str, ...]) -> dict[str, Any] | None:
+    """The newest row of `kind` whose status is one of `statuses`, or None."""
+    from sqlalchemy import select
+
+    from vedana.stores.tables import runs
+
+    row = conn.execute(
+        select(runs)
+        .where(runs.c.kind == kind, runs.c.status.in_(statuses))
+        .order_by(runs.c.id.desc())
+        .limit(1)
+    ).first()
+    return dict(row._mapping) if row is not None else None
+
+
+def record_busy(engine: Engine, kind: str, source: str, message: str) -> None:
+    """A finished `busy` row: a run that found the lock taken and changed nothing."""
+    from sqlalchemy import func
+
+    from vedana.stores.tables import runs
+
+    with engine.begin() as conn:
+        conn.execute(
+            runs.insert().values(
+                kind=kind,
+                status="busy",
+                source=redact(source),
+                finished_at=func.now(),
+                error=redact(message)[:2000],
+            )
+        )

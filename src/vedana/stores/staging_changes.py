@@ -53,11 +53,11 @@ def changed_counts(conn: Connection, rows: VersionRange) -> dict[str, tuple[int,
     return counts
 
 
-def changed_type_names(conn: Connection, rows: VersionRange) -> Iterator[str]:
-    """Every node type and edge label among the staging rows in `rows`."""
+def live_type_names(conn: Connection, rows: VersionRange) -> Iterator[str]:
+    """Every node type and edge label among the live (not tombstone) staging rows in `rows`."""
     for sql in (
-        f"SELECT DISTINCT node_type FROM nodes WHERE {rows.where()}",
-        f"SELECT DISTINCT edge_label FROM edges WHERE {rows.where()}",
+        f"SELECT DISTINCT node_type FROM nodes WHERE {rows.where()} AND NOT deleted",
+        f"SELECT DISTINCT edge_label FROM edges WHERE {rows.where()} AND NOT deleted",
     ):
         for (name,) in conn.exec_driver_sql(sql, rows.params()):
             yield name
