@@ -15,6 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from vedana.datamodel.names import graph_name_problem
 from vedana.errors import CypherError, SourceError
+from vedana.stores.staging_changes import (
+    VersionRange,
+    changed_counts,
+    changed_edges,
+    changed_nodes,
+    live_type_names,
+    staged_type_counts,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -26,7 +34,6 @@ Progress = Callable[[str, int, "int | None"], None]
 
 NODE_STAGE = "graph nodes"
 EDGE_STAGE = "graph edges"
-_STREAM_ROWS = 5000  # rows fetched from Postgres at a time
 
 
 def quote_name(name: str) -> str:
@@ -99,65 +106,17 @@ class GraphChanges:
         return self.nodes_upserted + self.nodes_deleted + self.edges_upserted + self.edges_deleted
 
 
-@dataclass(frozen=True)
-class VersionRange:
-    """Staging rows with `since < version <= upto`; `since=None` means every live row (full load)."""
-
-    since: int | None
-    upto: int
-
-    @property
-    def full(self) -> bool:
-        return self.since is None
-
-    @property
-    def empty(self) -> bool:
-        """No staging row can be in range: the watermark is already at the latest version."""
-        return self.since is not None and self.since >= self.upto
-
-    def where(self, alias: str = "") -> str:
-        """SQL condition on a staging table (columns qualified by `alias` if given)."""
-        p = f"{alias}." if alias else ""
-        if self.full:
-            return f"NOT {p}deleted AND {p}version <= %(upto)s"
-        return f"{p}version > %(since)s AND {p}version <= %(upto)s"
-
-    def params(self) -> dict[str, int]:
-        return {"since": self.since or 0, "upto": self.upto}
-
-
 def count_changes(conn: Connection, rows: VersionRange) -> GraphChanges:
     """What a load of `rows` would do, without doing it (for `--plan` and progress totals)."""
-    changes = GraphChanges()
-    for table in ("nodes", "edges"):
-        live, dead = conn.exec_driver_sql(
-            f"SELECT count(*) FILTER (WHERE NOT deleted), count(*) FILTER (WHERE deleted) "
-            f"FROM {table} WHERE {rows.where()}",
-            rows.params(),
-        ).one()
-        if table == "nodes":
-            changes.nodes_upserted, changes.nodes_deleted = int(live), int(dead)
-        else:
-            changes.edges_upserted, changes.edges_deleted = int(live), int(dead)
-    return changes
+    counts = changed_counts(conn, rows)
+    return GraphChanges(*counts["nodes"], *counts["edges"])
 
 
 def check_names(conn: Connection, rows: VersionRange) -> None:
     """Refuse unusable labels and types of live rows before anything is written. (A tombstone
     with such a name never reached the graph: the loops below skip it.)"""
-    for sql in (
-        f"SELECT DISTINCT node_type FROM nodes WHERE {rows.where()} AND NOT deleted",
-        f"SELECT DISTINCT edge_label FROM edges WHERE {rows.where()} AND NOT deleted",
-    ):
-        for (name,) in conn.exec_driver_sql(sql, rows.params()):
-            quote_name(name)
-
-
-def _stream(conn: Connection, sql: str, params: dict[str, Any]) -> Iterator[Any]:
-    # Per statement: `Connection.execution_options` would change the whole connection.
-    options = {"stream_results": True, "yield_per": _STREAM_ROWS}
-    result = conn.exec_driver_sql(sql, params, execution_options=options)
-    yield from result.mappings()
+    for name in live_type_names(conn, rows):
+        quote_name(name)
 
 
 class _Counter:
@@ -186,14 +145,10 @@ def load_graph(
     planned = count_changes(conn, rows)
     changes = GraphChanges()
     nodes = _Counter(NODE_STAGE, planned.nodes_upserted + planned.nodes_deleted, on_progress)
-    node_sql = (
-        f"SELECT node_type, node_id, attributes, deleted FROM nodes WHERE {rows.where()} "
-        "ORDER BY node_type, deleted"
-    )
     indexed: set[str] = set()
     deleted_nodes: list[tuple[str, list[dict[str, Any]]]] = []
     for (label, deleted), group in groupby(
-        _stream(conn, node_sql, rows.params()), lambda r: (r["node_type"], r["deleted"])
+        changed_nodes(conn, rows), lambda r: (r["node_type"], r["deleted"])
     ):
         if deleted and graph_name_problem(label):
             continue  # left by an older sync; it never reached the graph
@@ -210,12 +165,8 @@ def load_graph(
         changes.nodes_upserted += sent
 
     edges = _Counter(EDGE_STAGE, planned.edges_upserted + planned.edges_deleted, on_progress)
-    edge_sql = (
-        "SELECT edge_label, from_node_type, from_node_id, to_node_type, to_node_id, attributes, deleted "
-        f"FROM edges WHERE {rows.where()} ORDER BY edge_label, from_node_type, to_node_type, deleted"
-    )
     key = lambda r: (r["edge_label"], r["from_node_type"], r["to_node_type"], r["deleted"])  # noqa: E731
-    for (label, from_type, to_type, deleted), group in groupby(_stream(conn, edge_sql, rows.params()), key):
+    for (label, from_type, to_type, deleted), group in groupby(changed_edges(conn, rows), key):
         if deleted and any(graph_name_problem(name) for name in (label, from_type, to_type)):
             continue  # left by an older sync; it never reached the graph
         if deleted:
@@ -270,18 +221,13 @@ class OwnedTypes:
 def owned_types(conn: Connection, dm: DataModel | None = None, *, edges: bool = True) -> OwnedTypes:
     """`edges=False` leaves out the relationship types (and their scan of the edges table)."""
 
-    def per_type(table: str, column: str) -> dict[str, int]:
-        rows = conn.exec_driver_sql(
-            f"SELECT {column}, count(*) FILTER (WHERE NOT deleted) FROM {table} "
-            f"GROUP BY {column} ORDER BY {column}"
-        )
-        # A name no engine can take never reached the graph (sync refuses them now; an older
-        # sync may have staged one): leaving it out lets index run once the source is fixed.
-        return {name: int(n) for name, n in rows if graph_name_problem(name) is None}
-
-    owned = OwnedTypes(
-        nodes=per_type("nodes", "node_type"), edges=per_type("edges", "edge_label") if edges else {}
+    # A name no engine can take never reached the graph (sync refuses them now; an older
+    # sync may have staged one): leaving it out lets index run once the source is fixed.
+    nodes, edge_counts = (
+        {name: n for name, n in counts.items() if graph_name_problem(name) is None}
+        for counts in staged_type_counts(conn, edges=edges)
     )
+    owned = OwnedTypes(nodes=nodes, edges=edge_counts)
     if dm is not None:
         for anchor in dm.anchors:
             owned.nodes.setdefault(anchor.noun, 0)
