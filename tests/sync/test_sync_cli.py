@@ -87,3 +87,21 @@ def test_bad_path_and_missing_configuration(tmp_path: Path, monkeypatch) -> None
     assert isinstance(result.exception, ConfigError)
     assert result.exception.exit_code == 2  # what `vedana` (app.main) exits with
     assert "GRIST_DATA_MODEL_DOC_ID" in str(result.exception)
+
+
+def test_data_model_changed_only_when_it_did(model, data, tmp_path: Path) -> None:
+    """Prompts out of name order (as a user types them) read twice: the second sync says unchanged."""
+    from support.grist_files import write_csv_folder
+
+    prompts = model.table("Prompts").rows
+    prompts[:] = [{"name": "zeta", "text": "Z"}, *prompts, {"name": "alpha", "text": "A"}]
+    model_dir, data_dir = write_csv_folder(model, tmp_path / "m1"), write_csv_folder(data, tmp_path / "d")
+
+    first = invoke("--data-model", str(model_dir), "--data", str(data_dir), "--full")
+    again = invoke("--data-model", str(model_dir), "--data", str(data_dir), "--full")
+    assert "data model changed" in first.stdout, first.output
+    assert "data model unchanged" in again.stdout, again.output
+
+    prompts.append({"name": "beta", "text": "B"})
+    edited = invoke("--data-model", str(write_csv_folder(model, tmp_path / "m2")), "--data", str(data_dir))
+    assert "data model changed" in edited.stdout, edited.output

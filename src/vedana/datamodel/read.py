@@ -221,8 +221,10 @@ def read_data_model(source: Source) -> tuple[DataModel, DataModelReport]:
         anchors=[Anchor(**{**a, "attributes": tuple(a["attributes"])}) for a in anchors.values()],
         links=[Link(**{**lk, "attributes": tuple(lk["attributes"])}) for lk in links.values()],
         queries=queries,
-        prompts=list(prompts.values()),
-        lifecycle=list(lifecycle.values()),
+        # Staging keys these by name and gives them back in that order; sorted here too, so a re-read
+        # of an unchanged document compares equal to the stored model.
+        prompts=[prompts[k] for k in sorted(prompts)],
+        lifecycle=[lifecycle[k] for k in sorted(lifecycle)],
     )
     report.counts = {
         "anchors": len(dm.anchors),
