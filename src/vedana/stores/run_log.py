@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from vedana.redaction import redact
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
+    from sqlalchemy import Connection, Engine
 
 
 @dataclass
@@ -66,3 +66,21 @@ def recent_runs(engine: Engine, limit: int = 20, kind: str | None = None) -> lis
         query = query.where(runs.c.kind == kind)
     with engine.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def last_failure(conn: Connection, kind: str) -> str | None:
+    """The first line of the error of the most recent finished `kind` run when it failed; None
+    when it succeeded or none has finished."""
+    from sqlalchemy import select
+
+    from vedana.stores.tables import runs
+
+    row = conn.execute(
+        select(runs.c.status, runs.c.error)
+        .where(runs.c.kind == kind, runs.c.status != "running")
+        .order_by(runs.c.id.desc())
+        .limit(1)
+    ).first()
+    if row is None or row.status != "failed":
+        return None
+    return (row.error or "no error recorded").splitlines()[0][:300]
