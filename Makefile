@@ -25,6 +25,7 @@ test: install
 lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
 
 format: install
 	$(BIN)/ruff format src tests bench

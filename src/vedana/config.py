@@ -46,6 +46,7 @@ class Settings(BaseSettings):
     # Models
     model: str = "gpt-4.1-mini"
     filter_model: str | None = None
+    judge_model: str | None = None  # `vedana eval`'s judge; unset: MODEL
     enable_dm_filtering: bool = True
     embeddings_model: str = DEFAULT_EMBEDDINGS_MODEL
     embeddings_dim: int | None = None
@@ -64,6 +65,9 @@ class Settings(BaseSettings):
     cypher_timeout_s: float = 10.0
     pipeline_history_length: int = 20
     agent_max_rounds: int = Field(default=5, validation_alias=AliasChoices("VEDANA_AGENT_MAX_ROUNDS"))
+
+    # `vedana mcp --http`: the bearer token clients must send (required off loopback).
+    mcp_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("VEDANA_MCP_TOKEN"))
 
     debug: bool = Field(default=False, validation_alias=AliasChoices("VEDANA_DEBUG"))
 
@@ -87,7 +91,7 @@ class Settings(BaseSettings):
         """Every secret value currently configured, for redaction: keys, passwords, and the
         password part of any configured URL (as written and percent-decoded)."""
         found: list[str] = []
-        for value in (self.grist_api_key, self.memgraph_pwd):
+        for value in (self.grist_api_key, self.memgraph_pwd, self.mcp_token):
             if value is not None and value.get_secret_value():
                 found.append(value.get_secret_value())
         urls = [self.memgraph_uri, self.grist_server_url, self.llm_api_base, self.embeddings_api_base]

@@ -69,3 +69,7 @@ class LockBusy(VedanaError):
     """Another vedana run holds the lock."""
 
     exit_code = 75  # EX_TEMPFAIL: cron may simply try again next time
+
+
+class UnknownThread(VedanaError):
+    """A conversation thread id that is not stored."""

@@ -65,7 +65,9 @@ def people_sample(graph: GraphStore, pg_engine, settings: Settings, local_embedd
     from vedana.etl.sync import sync
 
     folder = SAMPLES / "people"
-    sync(settings, data_model=folder / "model", data=folder / "data")
+    # full: other fixtures put their own rows into staging behind sync's back, so "the files did
+    # not change since the last sync" would leave theirs in place.
+    sync(settings, data_model=folder / "model", data=folder / "data", full=True)
     index(settings, full=True, engine=pg_engine, graph=graph, embedder=local_embedder)
     return folder
 

@@ -99,8 +99,12 @@ def test_ask_json_is_one_document_with_answer_and_trace(
 
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
-    assert set(data) == {"question", "answer", "trace"}
+    assert set(data) == {"question", "answer", "sources", "trace"}
     assert data["answer"] == "Ada Okafor, Chen Wei and Dana Novak like quokkas."
+    # The vector hit is a source (the Cypher rows show names, no ids); the answer cites nothing.
+    assert [(s["marker"], s["label"], s["id"], s["cited"]) for s in data["sources"]] == [
+        ("[1]", "Animal", "a1", False)
+    ]
     trace = data["trace"]
     assert set(trace) >= {
         "filter",
@@ -131,7 +135,7 @@ def test_ask_json_no_trace_and_plain_no_trace(
     fake_llm.agent.append(answer("Four."))
     result = invoke("ask", "How many people?", "--json", "--no-trace", "--no-filter")
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout) == {"question": "How many people?", "answer": "Four."}
+    assert json.loads(result.stdout) == {"question": "How many people?", "answer": "Four.", "sources": []}
     result = invoke("ask", "How many people?", "--no-trace", "--no-filter")
     assert result.exit_code == 0 and result.stdout == "Four.\n" and result.stderr == ""
     assert fake_llm.filter_requests == []

@@ -62,9 +62,24 @@ WRITE_ATTEMPTS = [
     "   ;  ",
 ]
 
+# Deny by default: text the guard cannot classify is refused, whatever an engine would make of it.
+UNCLASSIFIABLE = [
+    "MATCH (n) RETURN n LIMIT 1CREATE (m:Person {id: 'glued'})",  # a keyword glued to a number
+    "MATCH (n) RETURN n LIMIT 1 CRE\u200bATE (m:Person {id: 'zw'})",  # split by a zero-width space
+    "MATCH (n) RETURN n\u200b",
+    "MATCH (n) RETURN n \r\nGRAPH.DELETE vedana",  # a second command after CRLF
+    "MATCH (n) RETURN n.delete",  # a write keyword after a dot must be backticked
+    "MATCH (n) RETURN n } MATCH (m) RETURN m //",  # an unmatched brace aimed at a CALL { } wrapper
+    "MATCH (n) RETURN [n",
+    "MATCH (n)\x00 RETURN n",
+    "MATCH (n)\u00a0RETURN n",  # a look-alike blank
+    "MATCH (n) # comment\nRETURN n",
+    "MATCH (n) RETURN 0xZZ",
+]
+
 READS = [
     "MATCH (n:Person) RETURN n.id ORDER BY n.id",
-    "match (n:Person) return n.set, n.delete, n.create",  # property keys may be any word
+    "match (n:Person) return n.`set`, n.`delete`, n.create_date",  # backticked keys may be any word
     "MATCH (n:Person) WHERE n.name = 'Create Delete Set' RETURN n.id",
     'MATCH (n:Person) WHERE n.name = "O\\"Brien // CREATE" RETURN n.id',
     "MATCH (n:`CREATE`) RETURN count(n)",  # a label that happens to be called CREATE
@@ -77,7 +92,6 @@ READS = [
     "MATCH (n:Person) WHERE exists(n.name) RETURN n.name AS created, count(n) AS counted",
     "MATCH (n:Person) WHERE n.name STARTS WITH 'Dropped' OR n.created_at IS NOT NULL RETURN n.id",
     "OPTIONAL MATCH (n:Person {id: 'nobody'}) RETURN n",
-    "PROFILE MATCH (n:Person) RETURN count(n)",
     "CALL dbms.procedures() YIELD name WHERE name STARTS WITH 'db.' RETURN count(name) AS n",
     "CALL db.meta.stats()",
     "MATCH (a:Person {id: 'p1'}), (b:Person {id: 'p2'}) "
@@ -121,6 +135,26 @@ def test_the_table_covers_enough_write_attempts() -> None:
     assert len(WRITE_ATTEMPTS) >= 25
 
 
+@pytest.mark.parametrize("query", UNCLASSIFIABLE)
+def test_text_the_guard_cannot_classify_is_refused(people_graph: GraphStore, query: str) -> None:
+    before = graph_state(people_graph)
+    reason = refusal_reason(query)
+    assert reason is not None
+    with pytest.raises(CypherWriteRefused, match="refused before running"):
+        run_cypher(people_graph, query, row_limit=10, timeout_s=5)
+    assert graph_state(people_graph) == before
+
+
+def test_the_guard_says_which_character_or_token_it_refused() -> None:
+    assert "U+200B" in (refusal_reason("MATCH (n) RETURN n\u200b") or "")
+    assert "'1CREATE'" in (refusal_reason("MATCH (n) RETURN n LIMIT 1CREATE") or "")
+    assert "unmatched '}'" in (refusal_reason("MATCH (n) RETURN n }") or "")
+    assert "`delete`" in (refusal_reason("MATCH (n) RETURN n.delete") or "")
+    assert (
+        refusal_reason("MATCH (n) WHERE n.x > 1.5e-3 AND n.y = 0x1F RETURN n") is None
+    )  # numbers still read
+
+
 @pytest.mark.parametrize("query", READS)
 def test_reads_pass_the_guard_and_run(people_graph: GraphStore, query: str) -> None:
     assert refusal_reason(query) is None
@@ -140,3 +174,38 @@ def test_the_session_itself_is_read_only(people_graph: GraphStore) -> None:
     with pytest.raises(CypherError):
         people_graph.query("CREATE (:Person {id: 'sneaky'})", read_only=True)
     assert people_graph.counts() == before
+
+
+def test_explain_gives_the_plan_and_profile_and_show_are_refused_on_falkordb(
+    people_graph: GraphStore,
+) -> None:
+    """FalkorDB runs EXPLAIN/PROFILE text as a data query: EXPLAIN goes through GRAPH.EXPLAIN
+    instead, and PROFILE (which executes) and SHOW (which FalkorDB lacks) get a clear message."""
+    for query in ("EXPLAIN MATCH (n) RETURN n", "PROFILE MATCH (n:Person) RETURN count(n)", "SHOW INDEXES"):
+        assert refusal_reason(query) is None  # the guard is engine-neutral: they only read
+    plan = run_cypher(people_graph, "EXPLAIN MATCH (n:Person) RETURN n", row_limit=10, timeout_s=5)
+    assert plan.columns == ["plan"]
+    assert any("Scan" in row["plan"] for row in plan.rows)  # operations, not the people
+    assert not any("p1" in str(row) for row in plan.rows)
+    with pytest.raises(CypherError, match="PROFILE runs the query"):
+        run_cypher(people_graph, "PROFILE MATCH (n:Person) RETURN count(n)", row_limit=10, timeout_s=5)
+    with pytest.raises(CypherError, match="SHOW statements are Memgraph/Neo4j commands"):
+        run_cypher(people_graph, "SHOW INDEXES", row_limit=10, timeout_s=5)
+
+
+def test_vedana_cypher_refuses_the_unclassifiable_and_writes_nothing(
+    people_graph: GraphStore, monkeypatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from vedana.cli.app import app
+    from vedana.config import reset_settings
+
+    monkeypatch.delenv("MEMGRAPH_URI", raising=False)
+    reset_settings()
+    before = graph_state(people_graph)
+    for query in UNCLASSIFIABLE[:6]:
+        result = CliRunner().invoke(app, ["cypher", query])
+        assert result.exit_code != 0
+        assert isinstance(result.exception, CypherWriteRefused), result.output
+    assert graph_state(people_graph) == before

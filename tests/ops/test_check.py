@@ -21,8 +21,8 @@ from vedana.config import Settings
 from vedana.errors import VedanaError
 from vedana.etl.sync import sync
 from vedana.ops.check import check
-from vedana.ops.problems import CheckReport, Problem
 from vedana.ops.run import run
+from vedana.problems import CheckReport, Problem
 from vedana.stores.graph import GraphStore
 from vedana.stores.vectors import MODEL_STATE_KEY, NODE_TABLE
 

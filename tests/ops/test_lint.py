@@ -13,7 +13,7 @@ from support.fake_grist import FakeGrist
 from support.sync_kb import API_KEY, club_data, club_model, grist_settings
 from vedana.config import Settings
 from vedana.ops.lint import lint
-from vedana.ops.problems import Problem
+from vedana.problems import Problem
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 

@@ -212,6 +212,12 @@ def build_sqlite(doc: Doc, conn: sqlite3.Connection) -> None:
         "DEFAULT 0, displayCol INTEGER DEFAULT 0, visibleCol INTEGER DEFAULT 0, rules TEXT DEFAULT NULL, "
         "reverseCol INTEGER DEFAULT 0, recalcWhen INTEGER DEFAULT 0, recalcDeps TEXT DEFAULT NULL)"
     )
+    # Each table's page (view) and its sections, numbered as Grist numbers them: the page's own
+    # record section, the raw-data section, the record card (what row links `#a1.s<id>.r<row>` use).
+    conn.execute(
+        "CREATE TABLE _grist_Views_section (id INTEGER PRIMARY KEY, tableRef INTEGER DEFAULT 0, "
+        "parentId INTEGER DEFAULT 0, parentKey TEXT DEFAULT '')"
+    )
     conn.execute("CREATE TABLE _grist_DocInfo (id INTEGER PRIMARY KEY, docId TEXT DEFAULT '')")
     conn.execute("INSERT INTO _grist_DocInfo (id, docId) VALUES (1, ?)", (doc.doc_id,))
 
@@ -223,7 +229,16 @@ def build_sqlite(doc: Doc, conn: sqlite3.Connection) -> None:
             next_ref += 1
 
     for table_ref, table in enumerate(doc.tables, start=1):
-        conn.execute("INSERT INTO _grist_Tables (id, tableId) VALUES (?, ?)", (table_ref, table.id))
+        conn.execute(
+            "INSERT INTO _grist_Tables (id, tableId, primaryViewId, rawViewSectionRef, recordCardViewSectionRef) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (table_ref, table.id, table_ref, 3 * table_ref - 1, 3 * table_ref),
+        )
+        conn.executemany(
+            "INSERT INTO _grist_Views_section (id, tableRef, parentId, parentKey) VALUES (?, ?, ?, ?)",
+            [(3 * table_ref - 2, table_ref, table_ref, "record"), (3 * table_ref - 1, table_ref, 0, "record"),
+             (3 * table_ref, table_ref, 0, "single")],
+        )  # fmt: skip
         helpers = dict((c.id, h) for c, h in _helper_columns(table))
         meta = [("manualSort", "ManualSortPos", 0, "", "", 0, 0)]
         for col in table.columns:

@@ -167,23 +167,20 @@ def apply_selection(
         prompts=dm.prompts,
         lifecycle=dm.lifecycle,
     )
+    invented: dict[str, list[Any]] = {
+        "anchor_nouns": bad_nouns,
+        "link_sentences": bad_sentences,
+        "anchor_attribute_names": bad_anchor_attrs,
+        "link_attribute_names": bad_link_attrs,
+        "query_ids": [i for i in query_ids if i not in valid_ids],
+    }
     trace = FilterTrace(
         enabled=True,
         reasoning=selection.reasoning,
         selected=_selected(sliced, playbook),
         kept=counts(sliced),
         total=counts(dm),
-        ignored={
-            k: v
-            for k, v in {
-                "anchor_nouns": bad_nouns,
-                "link_sentences": bad_sentences,
-                "anchor_attribute_names": bad_anchor_attrs,
-                "link_attribute_names": bad_link_attrs,
-                "query_ids": [i for i in query_ids if i not in valid_ids],
-            }.items()
-            if v
-        },
+        ignored={k: v for k, v in invented.items() if v},
         dropped_links=dropped_links,
     )
     return sliced, playbook, trace

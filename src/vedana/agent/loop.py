@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from vedana.agent.filter import FilterResult, filter_data_model, full_model
+from vedana.agent.history import Turn, question_in_context
 from vedana.agent.llm import LLM
+from vedana.agent.sources import Source, SourceRegistry
 from vedana.agent.templates import Templates
-from vedana.agent.tools import Toolbox, VectorSearchFn
+from vedana.agent.tools import NeighbourhoodFn, NeighbourhoodRequest, Toolbox, VectorSearchFn
 from vedana.agent.trace import AskResult, ToolCallTrace, Trace
 from vedana.datamodel import DataModel
 from vedana.datamodel.render import render_playbook, render_text
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from vedana.config import Settings
     from vedana.embeddings.base import Embedder
     from vedana.stores.graph import GraphStore
+    from vedana.stores.vectors import Kind
 
 MAX_PARALLEL_TOOLS = 8
 
@@ -94,11 +98,12 @@ class Agent:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"tool-r{round_}") as pool:
             return list(pool.map(run, indexed))
 
-    def answer(self, system: str, question: str) -> str:
+    def answer(self, system: str, question: str, history: Sequence[Turn] = ()) -> str:
         model = self.settings.model
         tools = self.toolbox.specs()
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
+            *({"role": turn.role, "content": turn.text} for turn in history),
             {"role": "user", "content": question},
         ]
         for round_ in range(1, self.settings.agent_max_rounds + 1):
@@ -126,7 +131,7 @@ class Agent:
         return response.choices[0].message.content or ""
 
 
-def _vector_search(settings: Settings, engine: Engine, embedder: Embedder | None) -> VectorSearchFn:
+def vector_search_for(settings: Settings, engine: Engine, embedder: Embedder | None) -> VectorSearchFn:
     """Embed the text and search pgvector. The embedder loads, and is checked against the model
     the index was built with, on the first search only."""
     lock = threading.Lock()
@@ -144,9 +149,69 @@ def _vector_search(settings: Settings, engine: Engine, embedder: Embedder | None
                 check_model(store.model(), chosen)
                 ready["embedder"] = chosen
         [vector] = ready["embedder"].embed([text])
-        return store.search(kind, label, attribute, vector, threshold=threshold, top_n=top_n)
+        return store.search(cast("Kind", kind), label, attribute, vector, threshold=threshold, top_n=top_n)
 
     return search
+
+
+def neighbourhood_search_for(
+    settings: Settings, engine: Engine, embedder: Embedder | None, dm: DataModel
+) -> NeighbourhoodFn:
+    """Embed every phrasing in one batch, then one statement: hits with their neighbourhoods."""
+    lock = threading.Lock()
+    ready: dict[str, Any] = {}
+
+    def search(request: NeighbourhoodRequest) -> list[dict[str, Any]]:
+        from vedana.stores.neighbourhood import search_neighbourhood
+        from vedana.stores.vectors import VectorStore, check_model
+
+        with lock:
+            if "embedder" not in ready:
+                from vedana.embeddings import get_embedder
+
+                chosen = embedder or get_embedder(settings)
+                check_model(VectorStore(engine).model(), chosen)
+                ready["embedder"] = chosen
+        vectors = ready["embedder"].embed(request.texts)
+        hits = search_neighbourhood(
+            engine, dm, request.label, request.attribute, vectors, threshold=request.threshold,
+            top_n=request.top_n, where=request.where, expand=request.expand, mmr=request.mmr,
+        )  # fmt: skip
+        return [h.to_dict() for h in hits]
+
+    return search
+
+
+def locate_sources(settings: Settings, engine: Engine, sources: list[Source]) -> str | None:
+    """Fill each source's `row` (where its row lives in the synced data source), one look-up per
+    node type; a failure leaves the rows empty and is returned, never raised: the answer stands."""
+    if not sources:
+        return None
+    from vedana.sources.locate import STATE_KEY, locate_nodes
+    from vedana.stores.staging import get_state
+
+    with engine.connect() as conn:
+        where = get_state(conn, STATE_KEY)
+    if not where:
+        return None
+    by_label: dict[str, set[str]] = {}
+    for source in sources:
+        by_label.setdefault(source.label, set()).add(source.node_id)
+    try:
+        client = None
+        if where.get("kind") == "grist":
+            from vedana.sources.grist_http import GristClient
+
+            key = settings.grist_api_key.get_secret_value() if settings.grist_api_key else None
+            client = GristClient(where["server"], where["doc"], key)
+        found = {label: locate_nodes(where, label, ids, client) for label, ids in by_label.items()}
+    except (OSError, VedanaError, ValueError, KeyError) as exc:
+        from vedana.redaction import redact
+
+        return redact(f"the sources' rows could not be located: {exc}")
+    for source in sources:
+        source.row = found.get(source.label, {}).get(source.node_id)
+    return None
 
 
 def ask(
@@ -158,8 +223,12 @@ def ask(
     engine: Engine | None = None,
     embedder: Embedder | None = None,
     vector_search: VectorSearchFn | None = None,
+    history: Sequence[Turn] = (),
 ) -> AskResult:
-    """Answer `question` from the synced and indexed knowledge base; the answer and its trace."""
+    """Answer `question` from the synced and indexed knowledge base; the answer and its trace.
+
+    `history`: the conversation so far (user questions and assistant answers, oldest first),
+    which the filter and the agent both see, so a follow-up selects the right part of the model."""
     started = time.perf_counter()
     question = question.strip()
     if not question:
@@ -186,7 +255,9 @@ def ask(
 
         templates = Templates(dm)
         if use_filter:
-            filtered = filter_data_model(llm, settings.effective_filter_model, dm, question, templates)
+            filtered = filter_data_model(
+                llm, settings.effective_filter_model, dm, question_in_context(question, history), templates
+            )
         else:
             filtered = full_model(dm, enabled=False)
         trace = Trace(
@@ -194,18 +265,22 @@ def ask(
             model=settings.model,
             filter=filtered.trace,
             prompts_overridden=templates.overridden,
+            history_messages=len(history),
         )
+        sources = SourceRegistry()
         toolbox = Toolbox(
             settings,
             filtered.data_model,
             graph,
-            vector_search or _vector_search(settings, engine, embedder),
+            vector_search or vector_search_for(settings, engine, embedder),
             fallback_dm=dm,
+            sources=sources,
+            neighbourhood=neighbourhood_search_for(settings, engine, embedder, dm),
         )
         system = system_prompt(templates, settings, filtered)
         trace.system_prompt_chars = len(system)
         try:
-            answer = Agent(settings, llm, toolbox, templates, trace).answer(system, question).strip()
+            answer = Agent(settings, llm, toolbox, templates, trace).answer(system, question, history).strip()
         finally:
             trace.llm_calls = list(llm.calls)
             trace.import_s = llm.import_s
@@ -215,5 +290,7 @@ def ask(
             answer = no_answer_reply(
                 templates, filtered.data_model if filtered.data_model.anchors else dm, question
             )
+        trace.unknown_markers = sources.settle(answer)
+        trace.sources_error = locate_sources(settings, engine, sources.listed())
     trace.total_s = time.perf_counter() - started
-    return AskResult(answer=answer, trace=trace)
+    return AskResult(answer=answer, trace=trace, sources=sources.listed())

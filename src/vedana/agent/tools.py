@@ -16,10 +16,11 @@ from datetime import date, datetime
 from datetime import time as dtime
 from decimal import Decimal
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
+from vedana.agent.sources import SourceRegistry
 from vedana.agent.trace import ToolCallTrace
 from vedana.cypher.guard import ensure_read_only, without_final_semicolon
 from vedana.errors import CypherError, CypherWriteRefused, VedanaError
@@ -39,6 +40,30 @@ CYPHER = "cypher"
 
 # (kind, label, attribute, text, threshold, top_n) -> hits (VectorHit objects or dicts)
 VectorSearchFn = Callable[[str, str, str, str, float, int], list[Any]]
+
+
+@dataclass(frozen=True)
+class NeighbourhoodRequest:
+    """A node search with the graph-aware options (see `vedana.stores.neighbourhood`)."""
+
+    label: str
+    attribute: str
+    texts: list[str]
+    threshold: float
+    top_n: int
+    where: list[Any]  # vedana.stores.neighbourhood.Condition
+    expand: int
+    mmr: bool
+
+
+# request -> hits as dicts (reason, depth, links…)
+NeighbourhoodFn = Callable[[NeighbourhoodRequest], list[dict[str, Any]]]
+
+
+class WhereArg(BaseModel):
+    attribute: str = Field(description="An attribute of the searched node type")
+    op: Literal["=", ">=", "<=", "contains"] = Field(description="= equals; >= / <= for numbers and dates")
+    value: str | float = Field(description="The value to compare with")
 
 
 class CypherArgs(BaseModel):
@@ -87,6 +112,30 @@ def vector_args_model(items: Sequence[Searchable]) -> type[BaseModel]:
         label=(label_type, Field(description="Node label or relationship type to search")),
         property=(property_type, Field(description=f"Text property to search; valid pairs: {pairs}")),
         text=(str, Field(description="What to look for, in words")),
+        texts=(
+            list[str] | None,
+            Field(
+                default=None,
+                max_length=4,
+                description="Up to 4 more phrasings of the same thing (synonyms, another language); "
+                "searched together, each node returned once",
+            ),
+        ),
+        where=(
+            list[WhereArg] | None,
+            Field(default=None, description="Keep only nodes whose own attributes meet all of these"),
+        ),
+        expand=(
+            int,
+            Field(
+                default=0,
+                ge=0,
+                le=2,
+                description="1 or 2: return each hit with its linked nodes (1 or 2 hops), grouped by "
+                "relationship type and direction; saves a Cypher call for 'who/what is linked to X'",
+            ),
+        ),
+        mmr=(bool, Field(default=False, description="Prefer varied hits over near-duplicates")),
     )
 
 
@@ -245,10 +294,14 @@ class Toolbox:
         vector_search: VectorSearchFn | None,
         *,
         fallback_dm: DataModel | None = None,
+        sources: SourceRegistry | None = None,
+        neighbourhood: NeighbourhoodFn | None = None,
     ) -> None:
         self.settings = settings
         self.graph = graph
         self.vector_search = vector_search
+        self.sources = sources  # numbers the nodes results show, so the answer can cite them
+        self.neighbourhood = neighbourhood
         # The slice the agent sees decides the enums; if it kept nothing searchable, the full
         # model does, so a narrow filter cannot take vector search away.
         self.searchables = searchables(dm) or (searchables(fallback_dm) if fallback_dm else [])
@@ -260,7 +313,10 @@ class Toolbox:
             tool_spec(
                 VECTOR_SEARCH,
                 "Find nodes or relationships whose text property is close in meaning to `text`. "
-                "Returns hits with similarity score, id and attributes.",
+                "Returns hits with similarity score, id and attributes. For node types: add `texts` "
+                "when the words could be phrased several ways, `where` to keep only nodes with given "
+                "attribute values, `expand` (1-2) to get each hit's linked nodes in the same call "
+                "instead of a follow-up Cypher query, `mmr` for varied hits.",
                 self.vector_args,
             ),
             tool_spec(
@@ -335,15 +391,18 @@ class Toolbox:
             note = f"only the first {len(rows)} rows are shown: the full result is too long to read"
             text = _cypher_payload(outcome.columns, rows, note)
         trace.rows, trace.truncated = len(rows), note is not None
+        if self.sources is not None:
+            self.sources.cite_rows(args.query, outcome.columns, rows)
+            text = _cypher_payload(outcome.columns, rows, note)
         return text
 
     def _vector(self, arguments: dict[str, Any], trace: ToolCallTrace) -> str:
         try:
-            args = self.vector_args.model_validate(arguments)
+            args: Any = self.vector_args.model_validate(arguments)  # a model built at run time
         except ValidationError as exc:
             return f"error: invalid arguments for {VECTOR_SEARCH}: {_short_validation(exc)}"
-        label = getattr(args.label, "value", args.label)  # type: ignore[attr-defined]
-        prop = getattr(args.property, "value", args.property)  # type: ignore[attr-defined]
+        label = str(getattr(args.label, "value", args.label))
+        prop = str(getattr(args.property, "value", args.property))
         target = self._searchable(label, prop)
         if target is None:
             valid = ", ".join(f"{s.label}.{s.attribute}" for s in self.searchables) or "none"
@@ -355,6 +414,8 @@ class Toolbox:
             threshold = default_threshold(self.settings.embeddings_model)
         top_n = target.top_n or self.settings.embeddings_top_n
         trace.kind, trace.threshold, trace.top_n = target.kind, threshold, top_n
+        if args.texts or args.where or args.expand or args.mmr:
+            return self._vector_neighbourhood(args, target, threshold, top_n, trace)
         if self.vector_search is None:
             return "error: vector search is not available (no vector index configured)"
         try:
@@ -364,11 +425,47 @@ class Toolbox:
         except Exception as exc:  # the model can still go on with Cypher
             return f"error: vector search failed: {str(exc).strip() or type(exc).__name__}"
         hits = [hit_to_dict(h) for h in hits]
+        if self.sources is not None and target.kind == "node":
+            self.sources.cite_hits(label, hits)
         trace.hits = [
             {k: h[k] for k in ("score", "node_id", "from_node_id", "to_node_id", "value") if k in h}
             for h in hits
         ]
         return _dumps({"label": label, "property": prop, "threshold": threshold, "hits": hits})
+
+    def _vector_neighbourhood(
+        self, args: Any, target: Searchable, threshold: float, top_n: int, trace: ToolCallTrace
+    ) -> str:
+        from vedana.stores.neighbourhood import Condition
+
+        if target.kind != "node":
+            return f"error: texts, where, expand and mmr search node types; {target.label} is a relationship type"
+        if self.neighbourhood is None:
+            return "error: graph-aware vector search is not available here; search without texts/where/expand/mmr"
+        request = NeighbourhoodRequest(
+            label=target.label,
+            attribute=target.attribute,
+            texts=[args.text, *(args.texts or [])],
+            threshold=threshold,
+            top_n=top_n,
+            where=[
+                Condition(w.attribute, "~" if w.op == "contains" else w.op, w.value) for w in args.where or []
+            ],
+            expand=args.expand,
+            mmr=args.mmr,
+        )
+        try:
+            hits = self.neighbourhood(request)
+        except VedanaError as exc:
+            return f"error: {exc}"
+        except Exception as exc:  # the model can still go on with Cypher
+            return f"error: vector search failed: {str(exc).strip() or type(exc).__name__}"
+        if self.sources is not None:
+            self.sources.cite_hits(target.label, hits)
+        trace.hits = [{k: h[k] for k in ("score", "node_id", "value") if k in h} for h in hits]
+        return _dumps(
+            {"label": target.label, "property": target.attribute, "threshold": threshold, "hits": hits}
+        )
 
     def _searchable(self, label: str, prop: str) -> Searchable | None:
         matches = [s for s in self.searchables if s.label == label and s.attribute == prop]

@@ -4,7 +4,10 @@ model call with its tokens and cost, and the timings. `to_dict()` is what `--jso
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vedana.agent.sources import Source
 
 
 @dataclass
@@ -61,6 +64,7 @@ class Trace:
     filter: FilterTrace
     system_prompt_chars: int = 0  # size of the system prompt (instructions + data model slice)
     prompts_overridden: list[str] = field(default_factory=list)
+    history_messages: int = 0  # earlier messages of the conversation the agent saw
     rounds: int = 0
     finalized: bool = False  # the round limit was reached and a finalisation call answered
     no_answer: bool = False  # the model gave nothing; the "not found" reply was used
@@ -68,6 +72,8 @@ class Trace:
     llm_calls: list[LLMCallTrace] = field(default_factory=list)
     total_s: float = 0.0
     import_s: float = 0.0  # of the time outside the LLM: importing litellm (first run of a process)
+    unknown_markers: list[str] = field(default_factory=list)  # [n] in the answer that name no source
+    sources_error: str | None = None  # the rows of the sources could not be located
 
     @property
     def llm_s(self) -> float:
@@ -112,10 +118,16 @@ def _compact(call: dict[str, Any]) -> dict[str, Any]:
 class AskResult:
     answer: str
     trace: Trace
+    sources: list[Source] = field(default_factory=list)  # every node the tools returned, numbered
 
     def to_dict(self) -> dict[str, Any]:
         trace = self.trace.to_dict()
-        return {"question": trace.pop("question"), "answer": redacted(self.answer), "trace": trace}
+        return {
+            "question": trace.pop("question"),
+            "answer": redacted(self.answer),
+            "sources": redacted([s.to_dict() for s in self.sources]),
+            "trace": trace,
+        }
 
 
 def redacted(data: Any) -> Any:

@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 
 from vedana import __version__
-from vedana.cli import ask, check, cypher, index, run, runs, search, services, sync
+from vedana.cli import ask, chat, check, cypher, index, mcp, model, run, runs, search, services, sync, threads
+from vedana.cli import eval as eval_cmd
 from vedana.errors import VedanaError
 
 app = typer.Typer(
@@ -67,6 +68,11 @@ app.command("check")(check.check)
 app.command("cypher")(cypher.cypher)
 app.command("search")(search.search)
 app.command("runs")(runs.runs)
+app.command("model")(model.model)
+app.command("mcp")(mcp.mcp)
+app.add_typer(eval_cmd.app, name="eval")
+app.command("chat")(chat.chat)
+app.add_typer(threads.app, name="threads")
 app.add_typer(services.app, name="services")
 
 

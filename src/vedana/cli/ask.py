@@ -28,6 +28,16 @@ def ask(
             "--filter-model", help="litellm model for the filter step (FILTER_MODEL).", show_default=False
         ),
     ] = None,
+    thread: Annotated[
+        str | None,
+        typer.Option(
+            "--thread",
+            "-t",
+            help="Continue a stored conversation (its id), or `new` to start one; the agent sees the "
+            "thread's last PIPELINE_HISTORY_LENGTH messages. The id goes to stderr (and into --json).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Answer a question from the knowledge base, then show how: the filter's selection, every
     tool call, tokens, cost and timings.
@@ -39,6 +49,10 @@ def ask(
         vedana ask "How many people live in Lisbon?" --json
 
         vedana ask "Which regulations cite document 4?" --model openrouter/openai/gpt-4.1-mini --no-filter
+
+        vedana ask "Who likes quokkas?" --thread new          # prints e.g. "thread: 3f9c2a7b1d04" on stderr
+
+        vedana ask "And which of them live in Lisbon?" --thread 3f9c2a7b1d04
     """
     from vedana.agent import ask as answer_question
     from vedana.cli.output import print_json
@@ -46,20 +60,53 @@ def ask(
     from vedana.redaction import redact
 
     override_settings(model=model, filter_model=filter_model)
-    result = answer_question(get_settings(), question, use_filter=False if no_filter else None)
-    data = result.to_dict()
+    use_filter = False if no_filter else None
+    if thread is None:
+        result = answer_question(get_settings(), question, use_filter=use_filter)
+        data = result.to_dict()
+    else:
+        from vedana.ops.conversation import ask_in_thread
+
+        turn = ask_in_thread(get_settings(), question, thread.strip(), use_filter=use_filter)
+        result, data = turn.result, turn.to_dict()
+        sys.stderr.write(f"thread: {turn.thread_id}\n")
+        sys.stderr.flush()
     if json_:
         if no_trace:
             data.pop("trace")
         print_json(data)
         return
     sys.stdout.write(redact(result.answer).rstrip() + "\n")
+    cited = source_lines(data["sources"])
+    if cited:
+        sys.stdout.write("\nSources:\n" + "\n".join(cited) + "\n")
     sys.stdout.flush()
     if not no_trace:
         if sys.stderr.isatty():
             _print_rich_trace(data["trace"])
         else:
             sys.stderr.write(redact(plain_trace(data["trace"])) + "\n")
+
+
+def row_place(row: dict[str, Any] | None) -> str:
+    """Where a source's row lives, in a few words (a link when the server gave one)."""
+    if not row:
+        return "row not located"
+    if row.get("url"):
+        return f"{row['table']} row {row['row_id']}: {row['url']}"
+    if row.get("line") is not None:
+        return f"{row['file']} line {row['line']}"
+    return f"{row['file']}, table {row['table']}, row {row['row_id']}"
+
+
+def source_lines(sources: list[dict[str, Any]]) -> list[str]:
+    """The cited sources under the answer: marker, type and id, what was shown, where the row is."""
+    lines = []
+    for s in sources:
+        if s["cited"]:
+            shown = f" {s['shown']}" if s.get("shown") else ""
+            lines.append(f"{s['marker']} {s['label']} {s['id']}{shown} · {row_place(s.get('row'))}")
+    return lines
 
 
 # -- trace rendering (from the trace dict, so --json and the screen show the same data) ----------
@@ -165,6 +212,10 @@ def plain_trace(trace: dict[str, Any]) -> str:
         )
     if trace.get("prompts_overridden"):
         lines.append(f"prompts from the Prompts table: {', '.join(trace['prompts_overridden'])}")
+    if trace.get("unknown_markers"):
+        lines.append(f"markers naming no source (not shown as sources): {' '.join(trace['unknown_markers'])}")
+    if trace.get("sources_error"):
+        lines.append(trace["sources_error"])
     lines.append(f"time: {timing_line(trace)}")
     return "\n".join(lines)
 
@@ -216,4 +267,13 @@ def _print_rich_trace(trace: dict[str, Any]) -> None:
     console.print(usage)
     if trace.get("prompts_overridden"):
         console.print(Text(f"prompts from the Prompts table: {', '.join(trace['prompts_overridden'])}"))
+    if trace.get("unknown_markers"):
+        console.print(
+            Text(
+                f"markers naming no source (not shown as sources): {' '.join(trace['unknown_markers'])}",
+                "yellow",
+            )
+        )
+    if trace.get("sources_error"):
+        console.print(text(trace["sources_error"], "yellow"))
     console.print(Text(timing_line(trace), style="dim"))

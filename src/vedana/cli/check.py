@@ -10,7 +10,7 @@ import typer
 from vedana.cli import options
 
 if TYPE_CHECKING:
-    from vedana.ops.problems import CheckReport
+    from vedana.problems import CheckReport
 
 SECTION_NAMES = ("connectivity", "lint", "consistency", "smoke")
 

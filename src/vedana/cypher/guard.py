@@ -1,28 +1,22 @@
-"""Refuse, before it runs, any Cypher that could write.
+"""Refuse, before it runs, any Cypher that could write: deny by default.
 
-The query is tokenized the way a Cypher parser would see it: string literals and comments are
-skipped, backtick-quoted names are names (never keywords), words are compared after Unicode
-NFKC folding and case folding. Then four checks:
-
-* the statement starts with a reading clause (MATCH, OPTIONAL, WITH, UNWIND, RETURN, CALL, SHOW,
-  or EXPLAIN/PROFILE/USING/CYPHER before one), so admin statements no list below foresees
-  (Memgraph's `START STREAM`, `ENABLE TTL`, ...) are refused too;
-* a write or admin keyword anywhere in the code (CREATE, MERGE, SET, DELETE, REMOVE, DROP,
-  LOAD, FOREACH, ALTER, ...), or a write/admin phrase (`FREE MEMORY`, `STOP DATABASE`, ...);
-* `CALL <procedure>` only for procedures on a read-only allow-list;
-* exactly one statement, no backslash outside strings (escapes outside strings are never
-  valid Cypher and only serve to confuse scanners), no unterminated string or comment.
+The query is tokenized the way a Cypher parser would see it (string literals and comments
+skipped, backtick-quoted names are names, never keywords; words compared after Unicode NFKC
+and case folding), and the tokenizer itself refuses what it cannot classify: an invisible,
+control or unusual blank character outside a string, a character Cypher does not use, a
+number glued to a word (`LIMIT 1CREATE`), a backslash outside a string, an unterminated string
+or comment. Then the rules of `RULES` (below, as one table) must all hold.
 
 Engines could disagree on backslash escapes in strings, so a query with a backslash in a
 string is also read the other way (backslash as an ordinary character); if that reading is
-valid and hides a write, the query is refused. Function calls that run Cypher given as text
-(apoc.cypher.*, apoc.do.*, ...) are refused too. The graph session is read-only as well where the engine has such a mode; this guard is
-the first of the two fences.
+valid and breaks a rule, the query is refused. The graph session is read-only as well where the
+engine has such a mode; this guard is the first of the two fences.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 from vedana.cypher.text import MalformedCypher, Token, fold, tokenize
 from vedana.errors import CypherWriteRefused
@@ -136,13 +130,8 @@ TEXT_RUNNING_FUNCTIONS = (
 )
 
 
-class _Refused(Exception):
-    pass
-
-
 def _is_property_key(tokens: list[Token], k: int) -> bool:
-    """`n.set` or `` `n`.delete ``: a word written right after a dot that follows a name is a
-    property key, which Cypher allows to be any word."""
+    """`n.name`: a word written right after a dot that follows a name is a property key."""
     if k < 2:
         return False
     dot, owner, word = tokens[k - 1], tokens[k - 2], tokens[k]
@@ -175,76 +164,144 @@ def _dotted_name(tokens: list[Token], start: int) -> tuple[str, int]:
     return ".".join(p.strip() for p in ".".join(parts).split(".")), i
 
 
-def _runs_cypher_text(function: str) -> bool:
-    return function.startswith(TEXT_RUNNING_FUNCTIONS)
+def _words(tokens: list[Token]) -> list[tuple[int, Token]]:
+    return [(k, t) for k, t in enumerate(tokens) if t.kind == "word"]
 
 
-def _check_start(tokens: list[Token]) -> None:
-    """The statement must begin with a reading clause: anything else is an admin or write
-    statement. After EXPLAIN or PROFILE, the clause they prefix is checked too."""
+def _procedure_calls(tokens: list[Token]) -> list[tuple[str, range]]:
+    """`CALL name(...)`: each procedure's name and the token positions it spans (a `CALL { }`
+    subquery is not a procedure: its clauses are checked like the rest)."""
+    calls = []
+    for k, tok in _words(tokens):
+        following = tokens[k + 1] if k + 1 < len(tokens) else None
+        if tok.text != "call" or (
+            following is not None and following.kind == "punct" and following.text in "{("
+        ):
+            continue
+        name, after = _dotted_name(tokens, k + 1)
+        calls.append((name, range(k + 1, after)))
+    return calls
+
+
+# --- the rules: each returns why the query is refused, or None ---------------------------------
+
+
+def _one_statement(tokens: list[Token]) -> str | None:
+    semicolons = [k for k, t in enumerate(tokens) if t.kind == "punct" and t.text == ";"]
+    return "it holds more than one statement" if any(k != len(tokens) - 1 for k in semicolons) else None
+
+
+def _balanced(tokens: list[Token]) -> str | None:
+    """Brackets pair up: an unmatched `}` could close a wrapper the query is run inside."""
+    pairs, stack = {")": "(", "]": "[", "}": "{"}, []
+    for tok in tokens:
+        if tok.kind != "punct":
+            continue
+        if tok.text in "([{":
+            stack.append(tok.text)
+        elif tok.text in pairs and (not stack or stack.pop() != pairs[tok.text]):
+            return f"its brackets do not pair up (an unmatched {tok.text!r} at character {tok.start + 1})"
+    return f"its brackets do not pair up (an unclosed {stack[-1]!r})" if stack else None
+
+
+def _reading_start(tokens: list[Token]) -> str | None:
+    """A reading clause first: anything else is an admin or write statement. After EXPLAIN or
+    PROFILE, the clause they prefix is checked too."""
     words = [t.text for t in tokens if t.kind == "word"]
     if tokens[0].kind != "word":
-        raise _Refused("it does not start with a clause such as MATCH")
+        return "it does not start with a clause such as MATCH"
     allowed = STATEMENT_STARTS | STATEMENT_PREFIXES
-    first = words[0]
-    if first not in allowed:
-        raise _Refused(f"it starts with {first.upper()}, not a reading clause such as MATCH")
-    if first in {"explain", "profile"} and (len(words) < 2 or words[1] not in allowed):
-        raise _Refused(f"{first.upper()} is not followed by a reading clause")
+    if words[0] not in allowed:
+        return f"it starts with {words[0].upper()}, not a reading clause such as MATCH"
+    if words[0] in {"explain", "profile"} and (len(words) < 2 or words[1] not in allowed):
+        return f"{words[0].upper()} is not followed by a reading clause"
+    return None
 
 
-def _check_code(tokens: list[Token]) -> None:
-    words = [(k, t) for k, t in enumerate(tokens) if t.kind == "word" and not _is_property_key(tokens, k)]
-    for _, tok in words:
+def _no_write_keyword(tokens: list[Token]) -> str | None:
+    """Also as a property key (`n.delete`, `GRAPH.DELETE`): the guard cannot tell a property
+    from a command glued to a name, so such a property must be backticked: n.`delete`."""
+    for k, tok in _words(tokens):
         if tok.text in WRITE_KEYWORDS:
-            raise _Refused(f"it uses {tok.text.upper()}")
-    for (_, first), (_, second) in itertools.pairwise(words):
+            if _is_property_key(tokens, k):
+                return (
+                    f"it uses {tok.text.upper()} after a dot (write a property of that name as `{tok.text}`)"
+                )
+            return f"it uses {tok.text.upper()}"
+    return None
+
+
+def _no_write_phrase(tokens: list[Token]) -> str | None:
+    words = [t for k, t in _words(tokens) if not _is_property_key(tokens, k)]
+    for first, second in itertools.pairwise(words):
         if (first.text, second.text) in WRITE_PHRASES:
-            raise _Refused(f"it uses {first.text.upper()} {second.text.upper()}")
-    procedure_names: set[int] = set()  # token positions of allow-listed procedure names
-    for k, tok in words:
-        following = tokens[k + 1] if k + 1 < len(tokens) else None
-        if tok.text == "call":
-            if following is not None and following.kind == "punct" and following.text in "{(":
-                continue  # CALL { subquery }: its clauses are checked like the rest
-            name, after = _dotted_name(tokens, k + 1)
-            if name not in READ_PROCEDURES:
-                raise _Refused(f"procedure {name or '(none)'} is not on the read-only list")
-            procedure_names.update(range(k + 1, after))
+            return f"it uses {first.text.upper()} {second.text.upper()}"
+    return None
+
+
+def _read_procedures_only(tokens: list[Token]) -> str | None:
+    for name, _ in _procedure_calls(tokens):
+        if name not in READ_PROCEDURES:
+            return f"procedure {name or '(none)'} is not on the read-only list"
+    return None
+
+
+def _no_text_running_function(tokens: list[Token]) -> str | None:
+    procedure_names = {k for _, span in _procedure_calls(tokens) for k in span}
     for k, tok in enumerate(tokens):
-        if k in procedure_names:
-            continue  # e.g. CALL dbms.procedures(): allow-listed above, not a function call
-        if tok.kind in {"word", "name"} and not _is_property_key(tokens, k):
-            name, after = _dotted_name(tokens, k)
-            called = after < len(tokens) and tokens[after].kind == "punct" and tokens[after].text == "("
-            if called and _runs_cypher_text(name):
-                raise _Refused(f"function {name} runs Cypher given as text or changes data")
-    semicolons = [k for k, t in enumerate(tokens) if t.kind == "punct" and t.text == ";"]
-    if any(k != len(tokens) - 1 for k in semicolons):
-        raise _Refused("it holds more than one statement")
+        if k in procedure_names or tok.kind not in {"word", "name"} or _is_property_key(tokens, k):
+            continue  # e.g. CALL dbms.procedures(): allow-listed, not a function call
+        name, after = _dotted_name(tokens, k)
+        called = after < len(tokens) and tokens[after].kind == "punct" and tokens[after].text == "("
+        if called and name.startswith(TEXT_RUNNING_FUNCTIONS):
+            return f"function {name} runs Cypher given as text or changes data"
+    return None
+
+
+# The guard, as a table: what a read-only query must be, and the rule that checks it. Before
+# these, the tokenizer refuses any character or token it cannot classify (see cypher.text).
+RULES: tuple[tuple[str, Callable[[list[Token]], str | None]], ...] = (
+    ("exactly one statement", _one_statement),
+    ("brackets that pair up", _balanced),
+    ("a reading clause first (MATCH, OPTIONAL, WITH, UNWIND, RETURN, CALL, SHOW)", _reading_start),
+    ("no write or admin keyword, even as a property key", _no_write_keyword),
+    ("no write or admin phrase (FREE MEMORY, STOP DATABASE, ...)", _no_write_phrase),
+    ("only procedures from the read-only list", _read_procedures_only),
+    ("no function that runs Cypher given as text or writes", _no_text_running_function),
+)
+
+
+def _first_refusal(tokens: list[Token]) -> str | None:
+    for _, rule in RULES:
+        reason = rule(tokens)
+        if reason is not None:
+            return reason
+    return None
+
+
+_UNREADABLE = "it cannot be read as Cypher: "
 
 
 def refusal_reason(query: str) -> str | None:
     """Why `query` is refused, or None when it only reads."""
     try:
         tokens = tokenize(query)
-        if all(t.kind == "punct" and t.text == ";" for t in tokens):
-            return "it is empty"
-        _check_code(tokens)
-        _check_start(tokens)
-    except (_Refused, MalformedCypher) as exc:
-        return str(exc)
-    if "\\" in query:
-        try:
-            literal_tokens = tokenize(query, escapes=False)
-        except MalformedCypher:
-            return None  # an engine reading it that way would reject it as a syntax error
-        try:
-            _check_code(literal_tokens)
-            _check_start(literal_tokens)
-        except _Refused as exc:
-            return f"read without backslash escapes, {exc}"
-    return None
+    except MalformedCypher as exc:
+        return _UNREADABLE + str(exc)
+    if all(t.kind == "punct" and t.text == ";" for t in tokens):
+        return "it is empty"
+    unbalanced = _balanced(tokens)
+    if unbalanced is not None:
+        return _UNREADABLE + unbalanced
+    reason = _first_refusal(tokens)
+    if reason is not None or "\\" not in query:
+        return reason
+    try:
+        literal_tokens = tokenize(query, escapes=False)
+    except MalformedCypher:
+        return None  # an engine reading it that way would reject it as a syntax error
+    reason = _first_refusal(literal_tokens)
+    return None if reason is None else f"read without backslash escapes, {reason}"
 
 
 def without_final_semicolon(query: str) -> str:
@@ -259,6 +316,8 @@ def without_final_semicolon(query: str) -> str:
 def ensure_read_only(query: str) -> None:
     """Raise `CypherWriteRefused` unless `query` is a single read-only statement."""
     reason = refusal_reason(query)
+    if reason is not None and reason.startswith(_UNREADABLE):
+        raise CypherWriteRefused(f"refused before running: {reason}; fix the query and try again")
     if reason is not None:
         raise CypherWriteRefused(
             f"refused before running: only read-only Cypher is allowed ({reason}); "

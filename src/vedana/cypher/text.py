@@ -7,6 +7,7 @@ needs a query's column order to cap its rows on the server.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -53,7 +54,7 @@ def tokenize(query: str, *, escapes: bool = True) -> list[Token]:
     i, n = 0, len(query)
     while i < n:
         ch = query[i]
-        if ch.isspace() or unicodedata.category(ch) == "Cf":  # zero-width characters are blanks
+        if ch in _BLANKS:
             i += 1
         elif query.startswith("//", i):
             while i < n and query[i] not in _LINE_ENDS:
@@ -81,13 +82,42 @@ def tokenize(query: str, *, escapes: bool = True) -> list[Token]:
             j = i
             while j < n and _is_word_char(query[j]):
                 j += 1
-            kind = "number" if ch.isdigit() else "word"
-            tokens.append(Token(kind, fold(query[i:j]) if kind == "word" else query[i:j], i, j))
+            if ch.isdigit():
+                tokens.append(_number(query, i, j))
+            else:
+                tokens.append(Token("word", fold(query[i:j]), i, j))
             i = j
-        else:
+        elif ch in _PUNCTUATION:
             tokens.append(Token("punct", ch, i, i + 1))
             i += 1
+        else:
+            raise MalformedCypher(_unclassified(ch, i))
     return tokens
+
+
+# Deny by default: outside strings, names and comments, only these blanks and punctuation marks
+# are Cypher; anything else (a zero-width space splitting a keyword, a control character, a
+# look-alike blank) is refused rather than guessed at.
+_BLANKS = frozenset(" \t\n\r")
+_PUNCTUATION = frozenset("()[]{},.:;=<>+-*/%^|!?~")
+_NUMBER = re.compile(r"(?:0x[0-9a-f]+|0o[0-7]+|\d+(?:e\d*)?)", re.IGNORECASE)
+
+
+def _number(query: str, start: int, end: int) -> Token:
+    """A number literal; a number glued to letters (`1CREATE`) is no token of Cypher's."""
+    text = query[start:end]
+    if not _NUMBER.fullmatch(text):
+        raise MalformedCypher(f"it has {text!r} at character {start + 1}, neither a number nor a name")
+    return Token("number", text, start, end)
+
+
+def _unclassified(ch: str, at: int) -> str:
+    code = f"U+{ord(ch):04X}"
+    if ch.isspace():
+        return f"it has an unusual blank ({code}) at character {at + 1}; use plain spaces and newlines"
+    if unicodedata.category(ch) in {"Cc", "Cf", "Co", "Cn", "Cs"}:
+        return f"it has an invisible or control character ({code}) at character {at + 1}"
+    return f"it has {ch!r} ({code}) at character {at + 1}, which Cypher does not use outside strings"
 
 
 _OPEN, _CLOSE = "([{", ")]}"
@@ -118,26 +148,36 @@ def return_columns(query: str) -> list[str] | None:
         tokens = tokenize(query)
     except MalformedCypher:
         return None
-    depth, last_return = 0, None
+    at = _final_return(tokens)
+    if at is None:
+        return None
+    names = [_column_name(query, item) for item in _projection_items(tokens, at + 1)]
+    return None if any(name is None for name in names) else [n for n in names if n is not None]
+
+
+def _final_return(tokens: list[Token]) -> int | None:
+    """Position of the last RETURN outside any brackets (not one inside a CALL { } subquery)."""
+    depth, last = 0, None
     for k, tok in enumerate(tokens):
         if tok.kind == "punct" and tok.text in _OPEN:
             depth += 1
         elif tok.kind == "punct" and tok.text in _CLOSE:
             depth -= 1
         elif depth == 0 and _is_keyword(tokens, k, {"return"}):
-            last_return = k
-    if last_return is None:
-        return None
-    k = last_return + 1
-    if k < len(tokens) and _is_keyword(tokens, k, {"distinct"}):
-        k += 1
+            last = k
+    return last
+
+
+def _projection_items(tokens: list[Token], start: int) -> list[list[Token]]:
+    """The comma-separated items after RETURN [DISTINCT], up to ORDER/SKIP/LIMIT or `;`."""
+    if start < len(tokens) and _is_keyword(tokens, start, {"distinct"}):
+        start += 1
     items: list[list[Token]] = [[]]
     depth = 0
-    for j in range(k, len(tokens)):
+    for j in range(start, len(tokens)):
         tok = tokens[j]
-        if depth == 0 and (
-            _is_keyword(tokens, j, _PROJECTION_ENDS) or (tok.kind == "punct" and tok.text == ";")
-        ):
+        ends = _is_keyword(tokens, j, _PROJECTION_ENDS) or (tok.kind == "punct" and tok.text == ";")
+        if depth == 0 and ends:
             break
         if tok.kind == "punct" and tok.text in _OPEN:
             depth += 1
@@ -147,13 +187,14 @@ def return_columns(query: str) -> list[str] | None:
             items.append([])
         else:
             items[-1].append(tok)
-    names = []
-    for item in items:
-        if not item or (len(item) == 1 and item[0].text == "*"):
-            return None
-        if len(item) > 2 and _is_keyword(item, len(item) - 2, {"as"}) and item[-1].kind in {"word", "name"}:
-            alias = item[-1]
-            names.append(alias.text if alias.kind == "name" else query[alias.start : alias.end])
-        else:
-            names.append(query[item[0].start : item[-1].end])
-    return names
+    return items
+
+
+def _column_name(query: str, item: list[Token]) -> str | None:
+    """`expr AS alias` → the alias as written; `expr` → the expression's text; `*` → None."""
+    if not item or (len(item) == 1 and item[0].text == "*"):
+        return None
+    if len(item) > 2 and _is_keyword(item, len(item) - 2, {"as"}) and item[-1].kind in {"word", "name"}:
+        alias = item[-1]
+        return alias.text if alias.kind == "name" else query[alias.start : alias.end]
+    return query[item[0].start : item[-1].end]

@@ -194,3 +194,17 @@ def _to_datetime(value: Any) -> str:
                 parsed = parsed.replace(tzinfo=UTC)
             return parsed.astimezone(UTC).isoformat()
     raise CastError("not a date-time")
+
+
+# dtypes whose values are never embedded (numbers, dates, flags, references).
+NON_TEXT_DTYPES = {
+    "int", "integer", "float", "numeric", "number", "decimal", "bool", "boolean",
+    "date", "datetime", "timestamp", "time", "id", "ref", "reflist",
+}  # fmt: skip
+
+
+def is_identifier(owner: str, attribute: str) -> bool:
+    lowered = attribute.lower()
+    return lowered in {"id", "node_id", "from_node_id", "to_node_id", "edge_label"} or (
+        lowered == f"{owner.lower()}_id"
+    )

@@ -12,6 +12,7 @@ from typing import Any
 
 from vedana.datamodel import Anchor, Attribute, DataModel, LifecycleEvent, Link, Prompt, Query
 from vedana.datamodel.dtypes import as_text, canonical_dtype, is_empty
+from vedana.datamodel.names import graph_name_problem
 from vedana.datamodel.report import BLANK_ROW, DataModelReport
 from vedana.errors import SourceError
 from vedana.sources.base import CELL_ERROR, RawTable, Ref, Source
@@ -86,132 +87,157 @@ def _rows(table: RawTable | None) -> Iterator[tuple[int, dict[str, Any]]]:
         yield from table.rows()
 
 
-def read_data_model(source: Source) -> tuple[DataModel, DataModelReport]:
-    report = DataModelReport()
-    tables = {name: _find(source, name) for name in (REQUIRED, *OPTIONAL)}
-    if tables[REQUIRED] is None:
+def _check_name(table: str, row_id: int, column: str, name: str) -> None:
+    """A name that becomes a label, relationship type or property key must be one every engine
+    takes: refused here, before anything is written, with where to fix it."""
+    problem = graph_name_problem(name)
+    if problem is not None:
         raise SourceError(
-            f"the data model ({source.describe()}) has no `Anchors` table; "
-            "point --data-model / GRIST_DATA_MODEL_DOC_ID at the Data Model document"
+            f"{table} row {row_id}: {column} {name!r} cannot be a graph name ({problem}); rename it in the data model"
         )
-    report.missing_tables = [name for name in OPTIONAL if tables[name] is None]
-    skipped = report.skipped
 
-    anchors: dict[str, dict[str, Any]] = {}
-    anchor_refs = _RefNames()
-    for row_id, c in _rows(tables["Anchors"]):
-        noun = _text(c.get("noun"))
-        if not noun:
-            skipped[f"Anchors: {BLANK_ROW}"] += 1
-            continue
-        if noun in anchors:
-            skipped["Anchors: duplicate noun"] += 1
-            anchor_refs.add(row_id, noun)
-            continue
-        anchor_refs.add(row_id, noun)
-        anchors[noun] = {
-            "noun": noun,
-            "description": _text(c.get("description")),
-            "id_example": _text(c.get("id_example")),
-            "query": _text(c.get("query")),
-            "attributes": [],
-        }
 
-    def attributes(table: str, owner_col: str, owners: dict[str, dict[str, Any]], refs: _RefNames) -> int:
+class _ModelReader:
+    """Reads the data model's tables one at a time, counting what it skips in `report`."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.report = DataModelReport()
+        self.tables = {name: _find(source, name) for name in (REQUIRED, *OPTIONAL)}
+        if self.tables[REQUIRED] is None:
+            raise SourceError(
+                f"the data model ({source.describe()}) has no `Anchors` table; "
+                "point --data-model / GRIST_DATA_MODEL_DOC_ID at the Data Model document"
+            )
+        self.report.missing_tables = [name for name in OPTIONAL if self.tables[name] is None]
+        self.skipped = self.report.skipped
+
+    def anchors(self) -> tuple[dict[str, dict[str, Any]], _RefNames]:
+        anchors: dict[str, dict[str, Any]] = {}
+        refs = _RefNames()
+        for row_id, c in _rows(self.tables["Anchors"]):
+            noun = _text(c.get("noun"))
+            if not noun:
+                self.skipped[f"Anchors: {BLANK_ROW}"] += 1
+                continue
+            _check_name("Anchors", row_id, "noun", noun)
+            refs.add(row_id, noun)
+            if noun in anchors:
+                self.skipped["Anchors: duplicate noun"] += 1
+                continue
+            anchors[noun] = {
+                "noun": noun,
+                "description": _text(c.get("description")),
+                "id_example": _text(c.get("id_example")),
+                "query": _text(c.get("query")),
+                "attributes": [],
+            }
+        return anchors, refs
+
+    def attributes(
+        self, table: str, owner_col: str, owners: dict[str, dict[str, Any]], refs: _RefNames
+    ) -> int:
         count = 0
-        for _, c in _rows(tables[table]):
+        for row_id, c in _rows(self.tables[table]):
             name = _text(c.get("attribute_name"))
             owner = refs.resolve(c.get(owner_col))
             if not name:
-                skipped[f"{table}: {BLANK_ROW}"] += 1
+                self.skipped[f"{table}: {BLANK_ROW}"] += 1
                 continue
             if owner is None or owner not in owners:
-                skipped[f"{table}: unknown {owner_col}"] += 1
+                self.skipped[f"{table}: unknown {owner_col}"] += 1
                 continue
+            _check_name(table, row_id, "attribute_name", name)
             attrs = owners[owner]["attributes"]
             if any(a.name == name for a in attrs):
-                skipped[f"{table}: duplicate attribute"] += 1
+                self.skipped[f"{table}: duplicate attribute"] += 1
                 continue
-            raw_dtype = _text(c.get("dtype")).lower()
-            dtype = canonical_dtype(raw_dtype)
-            if dtype is None:
-                skipped[f"{table}: unknown dtype {raw_dtype!r} read as str"] += 1
-                dtype = "str"
-            attrs.append(
-                Attribute(
-                    name=name,
-                    description=_text(c.get("description")),
-                    data_example=_text(c.get("data_example")),
-                    dtype=dtype,
-                    embeddable=_bool(c.get("embeddable")),
-                    query=_text(c.get("query")),
-                    embed_threshold=_number(c.get("embed_threshold"), float),
-                    embed_top_n=_number(c.get("embed_top_n"), int),
-                )
-            )
+            attrs.append(self._attribute(table, name, c))
             count += 1
         return count
 
-    n_anchor_attrs = attributes("Anchor_attributes", "anchor", anchors, anchor_refs)
+    def _attribute(self, table: str, name: str, c: dict[str, Any]) -> Attribute:
+        raw_dtype = _text(c.get("dtype")).lower()
+        dtype = canonical_dtype(raw_dtype)
+        if dtype is None:
+            self.skipped[f"{table}: unknown dtype {raw_dtype!r} read as str"] += 1
+            dtype = "str"
+        return Attribute(
+            name=name,
+            description=_text(c.get("description")),
+            data_example=_text(c.get("data_example")),
+            dtype=dtype,
+            embeddable=_bool(c.get("embeddable")),
+            query=_text(c.get("query")),
+            embed_threshold=_number(c.get("embed_threshold"), float),
+            embed_top_n=_number(c.get("embed_top_n"), int),
+        )
 
-    links: dict[str, dict[str, Any]] = {}
-    link_refs = _RefNames()
-    for row_id, c in _rows(tables["Links"]):
-        sentence = _text(c.get("sentence"))
-        if not sentence:
-            skipped[f"Links: {BLANK_ROW}"] += 1
-            continue
-        anchor1, anchor2 = anchor_refs.resolve(c.get("anchor1")), anchor_refs.resolve(c.get("anchor2"))
-        if anchor1 not in anchors or anchor2 not in anchors:
-            skipped["Links: unknown anchor1/anchor2"] += 1
-            continue
-        if sentence in links:
-            skipped["Links: duplicate sentence"] += 1
-            link_refs.add(row_id, sentence)
-            continue
-        link_refs.add(row_id, sentence)
-        links[sentence] = {
-            "sentence": sentence,
-            "anchor1": anchor1,
-            "anchor2": anchor2,
-            "description": _text(c.get("description")),
-            "query": _text(c.get("query")),
-            "anchor1_link_column_name": _text(c.get("anchor1_link_column_name")),
-            "anchor2_link_column_name": _text(c.get("anchor2_link_column_name")),
-            "has_direction": _bool(c.get("has_direction")),
-            "attributes": [],
-        }
+    def links(
+        self, anchors: dict[str, Any], anchor_refs: _RefNames
+    ) -> tuple[dict[str, dict[str, Any]], _RefNames]:
+        links: dict[str, dict[str, Any]] = {}
+        refs = _RefNames()
+        for row_id, c in _rows(self.tables["Links"]):
+            sentence = _text(c.get("sentence"))
+            if not sentence:
+                self.skipped[f"Links: {BLANK_ROW}"] += 1
+                continue
+            anchor1, anchor2 = anchor_refs.resolve(c.get("anchor1")), anchor_refs.resolve(c.get("anchor2"))
+            if anchor1 not in anchors or anchor2 not in anchors:
+                self.skipped["Links: unknown anchor1/anchor2"] += 1
+                continue
+            _check_name("Links", row_id, "sentence", sentence)
+            refs.add(row_id, sentence)
+            if sentence in links:
+                self.skipped["Links: duplicate sentence"] += 1
+                continue
+            links[sentence] = {
+                "sentence": sentence,
+                "anchor1": anchor1,
+                "anchor2": anchor2,
+                "description": _text(c.get("description")),
+                "query": _text(c.get("query")),
+                "anchor1_link_column_name": _text(c.get("anchor1_link_column_name")),
+                "anchor2_link_column_name": _text(c.get("anchor2_link_column_name")),
+                "has_direction": _bool(c.get("has_direction")),
+                "attributes": [],
+            }
+        return links, refs
 
-    n_link_attrs = attributes("Link_attributes", "link", links, link_refs)
+    def queries(self) -> list[Query]:
+        queries: list[Query] = []
+        for _, c in _rows(self.tables["Queries"]):
+            name = _text(c.get("query_name"))
+            if not name:
+                self.skipped[f"Queries: {BLANK_ROW}"] += 1
+                continue
+            queries.append(Query(name=name, example=_text(c.get("query_example"))))
+        return queries
 
-    queries: list[Query] = []
-    for _, c in _rows(tables["Queries"]):
-        name = _text(c.get("query_name"))
-        if not name:
-            skipped[f"Queries: {BLANK_ROW}"] += 1
-            continue
-        queries.append(Query(name=name, example=_text(c.get("query_example"))))
+    def keyed(self, table: str, key: str, what: str) -> dict[str, str]:
+        """Prompts (name → text) and ConversationLifecycle (event → text): first row wins."""
+        found: dict[str, str] = {}
+        for _, c in _rows(self.tables[table]):
+            name = _text(c.get(key))
+            if not name:
+                self.skipped[f"{table}: {BLANK_ROW}"] += 1
+            elif name in found:
+                self.skipped[f"{table}: duplicate {what}"] += 1
+            else:
+                found[name] = _text(c.get("text"))
+        return found
 
-    prompts: dict[str, Prompt] = {}
-    for _, c in _rows(tables["Prompts"]):
-        name = _text(c.get("name"))
-        if not name:
-            skipped[f"Prompts: {BLANK_ROW}"] += 1
-        elif name in prompts:
-            skipped["Prompts: duplicate name"] += 1
-        else:
-            prompts[name] = Prompt(name=name, text=_text(c.get("text")))
 
-    lifecycle: dict[str, LifecycleEvent] = {}
-    for _, c in _rows(tables["ConversationLifecycle"]):
-        event = _text(c.get("event"))
-        if not event:
-            skipped[f"ConversationLifecycle: {BLANK_ROW}"] += 1
-        elif event in lifecycle:
-            skipped["ConversationLifecycle: duplicate event"] += 1
-        else:
-            lifecycle[event] = LifecycleEvent(event=event, text=_text(c.get("text")))
-
+def read_data_model(source: Source) -> tuple[DataModel, DataModelReport]:
+    reader = _ModelReader(source)
+    anchors, anchor_refs = reader.anchors()
+    n_anchor_attrs = reader.attributes("Anchor_attributes", "anchor", anchors, anchor_refs)
+    links, link_refs = reader.links(anchors, anchor_refs)
+    n_link_attrs = reader.attributes("Link_attributes", "link", links, link_refs)
+    queries = reader.queries()
+    prompts = reader.keyed("Prompts", "name", "name")
+    lifecycle = reader.keyed("ConversationLifecycle", "event", "event")
     if not anchors:
         raise SourceError(
             f"the data model ({source.describe()}) describes no anchors (its `Anchors` table has no "
@@ -223,10 +249,10 @@ def read_data_model(source: Source) -> tuple[DataModel, DataModelReport]:
         queries=queries,
         # Staging keys these by name and gives them back in that order; sorted here too, so a re-read
         # of an unchanged document compares equal to the stored model.
-        prompts=[prompts[k] for k in sorted(prompts)],
-        lifecycle=[lifecycle[k] for k in sorted(lifecycle)],
+        prompts=[Prompt(name=n, text=prompts[n]) for n in sorted(prompts)],
+        lifecycle=[LifecycleEvent(event=e, text=lifecycle[e]) for e in sorted(lifecycle)],
     )
-    report.counts = {
+    reader.report.counts = {
         "anchors": len(dm.anchors),
         "anchor_attributes": n_anchor_attrs,
         "links": len(dm.links),
@@ -235,4 +261,4 @@ def read_data_model(source: Source) -> tuple[DataModel, DataModelReport]:
         "prompts": len(prompts),
         "lifecycle_events": len(lifecycle),
     }
-    return dm, report
+    return dm, reader.report

@@ -16,8 +16,11 @@ class Embedder(Protocol):
     `dim` must give interchangeable vectors, so the index may reuse cached ones.
     """
 
-    model: str
-    dim: int
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 

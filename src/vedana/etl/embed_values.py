@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from vedana.datamodel.dtypes import NON_TEXT_DTYPES, is_identifier
 from vedana.embeddings.base import batches_by_budget, check_vectors
 from vedana.etl.graph_load import VersionRange
 from vedana.stores import vectors as vs
@@ -29,20 +30,8 @@ WRITE_STAGE = "write vectors"
 CHARS_PER_TOKEN = 4  # rough average for estimating tokens before anything is sent
 BULK_ROWS = 1_000  # above this (and more rows than the table holds) rebuild HNSW after the load
 
+
 # Attribute types whose values are not prose, whatever the cell holds.
-NON_TEXT_DTYPES = {
-    "int", "integer", "float", "numeric", "number", "decimal", "bool", "boolean",
-    "date", "datetime", "timestamp", "time", "id", "ref", "reflist",
-}  # fmt: skip
-
-
-def is_identifier(owner: str, attribute: str) -> bool:
-    lowered = attribute.lower()
-    return lowered in {"id", "node_id", "from_node_id", "to_node_id", "edge_label"} or (
-        lowered == f"{owner.lower()}_id"
-    )
-
-
 def embed_targets(dm: DataModel) -> list[tuple[str, str, str]]:
     """(kind, label, attribute) of every embeddable attribute that holds text (not ids, not
     numbers, dates or booleans), sorted so it can be stored and compared."""

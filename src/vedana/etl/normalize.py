@@ -232,9 +232,9 @@ class Normalizer:
         for table, _ in plan.links:
             for name in (FROM, TO):
                 column = table.column(name)
-                target = self._noun_of_table(column.ref_table) if column else None
-                if column and target and column.visible_col:
-                    self._label_cols[target].add(column.visible_col)
+                referenced = self._noun_of_table(column.ref_table) if column else None
+                if column and referenced and column.visible_col:
+                    self._label_cols[referenced].add(column.visible_col)
 
     def _noun_of_table(self, table_name: str | None) -> str | None:
         if not table_name or not table_name.startswith(ANCHOR_PREFIX):

@@ -62,8 +62,8 @@ class StagingWriter:
     def __init__(self, conn: Connection, *, batch_rows: int = BATCH_ROWS) -> None:
         self.conn = conn
         self.batch_rows = batch_rows
-        self._nodes: list[tuple[str, str, str, str]] = []
-        self._edges: list[tuple[str, str, str, str, str, str, str]] = []
+        self._nodes: list[tuple[str, ...]] = []  # node_type, node_id, attributes, row_hash
+        self._edges: list[tuple[str, ...]] = []  # the edge key (5), attributes, row_hash
         self._last_attributes: dict[str, Any] | None = None
         self._last_text, self._last_hash = "{}", row_hash("{}")
         conn.exec_driver_sql(
@@ -107,6 +107,7 @@ class StagingWriter:
         if not rows:
             return
         driver = self.conn.connection.driver_connection  # the psycopg connection, same transaction
+        assert driver is not None
         with driver.cursor() as cursor, cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)

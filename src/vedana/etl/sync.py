@@ -93,12 +93,22 @@ def sync(
                     else:
                         _sync_into(conn, model_source, data_source, report, progress)
                         _store_states(conn, states, data_model_only, report.data_model.changed)
+                        if data_source is not None:
+                            _store_where_from(conn, data_source)
             report.seconds = time.monotonic() - started
             run.counts = _run_counts(report)
         return report
     finally:
         for source in sources:
             source.close()
+
+
+def _store_where_from(conn: Connection, data_source: Source) -> None:
+    """Remember where the data came from, so an answer's sources can point at their rows."""
+    from vedana.sources.locate import STATE_KEY, where_from
+    from vedana.stores.staging import set_state
+
+    set_state(conn, STATE_KEY, where_from(data_source))
 
 
 def _no_progress(stage: str, done: int, total: int | None) -> None:

@@ -16,8 +16,8 @@ from vedana.errors import ConfigError
 from vedana.ops.connectivity import Services, connectivity
 from vedana.ops.consistency import consistency
 from vedana.ops.lint import lint
-from vedana.ops.problems import SECTIONS, CheckReport, SectionResult
 from vedana.ops.smoke import smoke
+from vedana.problems import SECTIONS, CheckReport, SectionResult
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine

@@ -8,12 +8,13 @@ reuse (the engine, the graph, the embedder) and record their failure once.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vedana.ops.problems import Problem, SectionResult, error
+from vedana.problems import Problem, SectionResult, error
 from vedana.redaction import redact
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def connectivity(services: Services, *, llm: bool = False) -> SectionResult:
                 section,
                 services,
                 f"llm {model}",
-                lambda model=model: _probe_llm(settings, model),
+                functools.partial(_probe_llm, settings, model),
                 "connectivity.llm",
             )
     section.seconds = time.monotonic() - started

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from vedana.etl.graph_load import owned_types
 from vedana.ops import inventory
-from vedana.ops.problems import Problem, SectionResult, error, warning
+from vedana.problems import Problem, SectionResult, error, warning
 from vedana.stores.run_log import last_failure
 from vedana.stores.vectors import EDGE_TABLE, NODE_TABLE, ModelInfo, recorded_model
 

@@ -13,15 +13,13 @@ as a sync would count them.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vedana.datamodel import Anchor, DataModel, Link
+from vedana.datamodel import Anchor, DataModel
 from vedana.datamodel.read import read_data_model
-from vedana.datamodel.report import BLANK_ROW
+from vedana.datamodel.validate import case_mismatch, model_problems
 from vedana.errors import ConfigError, VedanaError
-from vedana.etl.embed_values import NON_TEXT_DTYPES, is_identifier
 from vedana.etl.normalize import (
     ANCHOR_PREFIX,
     FROM,
@@ -41,14 +39,11 @@ from vedana.etl.report import (
     UNRESOLVED_REF,
     SyncReport,
 )
-from vedana.ops.problems import Problem, SectionResult, error, warning
-from vedana.sources import CELL_ERROR, RawTable, Ref, Source, is_helper_column, open_source
+from vedana.problems import Problem, SectionResult, error, warning
+from vedana.sources import RawTable, Source, is_helper_column, open_source
 
 if TYPE_CHECKING:
     from vedana.config import Settings
-
-# Rows sync skips for reasons a rule below reports in more detail.
-_COVERED_SKIPS = ("unknown anchor1/anchor2", "unknown anchor", "unknown link", BLANK_ROW)
 
 
 def lint(
@@ -101,17 +96,7 @@ def lint_sources(model_source: Source, data_source: Source | None, result: Secti
         links=len(dm.links),
     )
     problems = result.problems
-    problems += _model_references(model_source, dm)
-    problems += [
-        warning(
-            "lint.model-row-skipped",
-            f"{what} ({n} row(s)), which sync skips or reads differently; fix those rows",
-            table=what.split(":", 1)[0],
-        )
-        for what, n in sorted(dm_report.skipped.items())
-        if not any(what.endswith(skip) for skip in _COVERED_SKIPS)
-    ]
-    problems += _embeddable_flags(dm)
+    problems += model_problems(model_source, dm, dm_report)
     if data_source is None:
         return
     result.details["data"] = data_source.describe()
@@ -129,148 +114,6 @@ def lint_sources(model_source: Source, data_source: Source | None, result: Secti
         tables=len(plan.anchors) + len(plan.links),
         rows_read=report.rows_read,
     )
-
-
-# --- the Data Model's own rows -----------------------------------------------------------------
-
-
-def _text(value: Any) -> str:
-    if value is None or value is CELL_ERROR:
-        return ""
-    if isinstance(value, Ref):
-        return ", ".join(value.labels)
-    return str(value).strip()
-
-
-def _find_table(source: Source, name: str) -> RawTable | None:
-    actual = next((n for n in source.table_names() if n.lower() == name.lower()), None)
-    return source.table(actual) if actual else None
-
-
-def _rows(table: RawTable | None) -> Iterator[tuple[int, dict[str, Any]]]:
-    if table is not None:
-        yield from table.rows()
-
-
-def _key_rows(source: Source, table: str, key: str) -> dict[int, str]:
-    """Row id → key text (noun, sentence) of a model table, for resolving Ref cells."""
-    return {row_id: _text(cells.get(key)) for row_id, cells in _rows(_find_table(source, table))}
-
-
-def _ref_name(value: Any, by_row: dict[int, str]) -> str:
-    """The name a Ref cell of the model points at: by row id (API, .grist) or display text (CSV)."""
-    if isinstance(value, Ref):
-        if value.row_ids:
-            return by_row.get(value.row_ids[0], "")
-        return value.labels[0] if value.labels else ""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return by_row.get(value, "")
-    return _text(value)
-
-
-def _match(name: str, known: list[str]) -> tuple[str | None, bool]:
-    """(the known name `name` refers to, whether only ignoring case)."""
-    if name in known:
-        return name, False
-    folded = next((k for k in known if k.lower() == name.lower()), None)
-    return folded, folded is not None
-
-
-def _model_references(source: Source, dm: DataModel) -> list[Problem]:
-    """Links naming anchors that do not exist; attributes of unknown anchors or links; names
-    that resolve only when case is ignored."""
-    problems: list[Problem] = []
-    nouns = [a.noun for a in dm.anchors]
-    anchors_by_row = _key_rows(source, "Anchors", "noun")
-    links_by_row = _key_rows(source, "Links", "sentence")
-    all_sentences = [s for s in links_by_row.values() if s]
-
-    for _, cells in _rows(_find_table(source, "Links")):
-        sentence = _text(cells.get("sentence"))
-        if not sentence:
-            continue
-        for column in ("anchor1", "anchor2"):
-            name = _ref_name(cells.get(column), anchors_by_row)
-            found, folded = _match(name, nouns)
-            if found is None:
-                problems.append(
-                    error(
-                        "lint.link-unknown-anchor",
-                        f"link {sentence} names {column} {name or '(empty)'!r}, which is not an anchor; "
-                        f"use one of: {', '.join(nouns) or 'none'} (sync skips this link)",
-                        table="Links",
-                        column=column,
-                        link=sentence,
-                    )
-                )
-            elif folded:
-                problems.append(_case(f"link {sentence}'s {column} {name!r}", found, "Links", column))
-
-    for table, owner_col, owners, by_row in (
-        ("Anchor_attributes", "anchor", nouns, anchors_by_row),
-        ("Link_attributes", "link", all_sentences, links_by_row),
-    ):
-        for _, cells in _rows(_find_table(source, table)):
-            attribute = _text(cells.get("attribute_name"))
-            if not attribute:
-                continue
-            name = _ref_name(cells.get(owner_col), by_row)
-            found, folded = _match(name, owners)
-            if found is None:
-                problems.append(
-                    error(
-                        "lint.attribute-unknown-owner",
-                        f"attribute {attribute} belongs to {owner_col} {name or '(empty)'!r}, which the "
-                        f"model does not have; point it at an existing {owner_col} (sync skips it)",
-                        table=table,
-                        column=owner_col,
-                        attribute=attribute,
-                    )
-                )
-            elif folded:
-                problems.append(
-                    _case(f"attribute {attribute}'s {owner_col} {name!r}", found, table, owner_col)
-                )
-    return problems
-
-
-def _case(what: str, actual: str, table: str, column: str = "") -> Problem:
-    where = {"table": table, **({"column": column} if column else {})}
-    return warning(
-        "lint.case-mismatch",
-        f"{what} matches {actual!r} only when case is ignored; write it exactly as {actual!r} "
-        "(graph labels and Cypher are case-sensitive)",
-        **where,
-    )
-
-
-def _embeddable_flags(dm: DataModel) -> list[Problem]:
-    """Embeddable set on numbers, dates, booleans or ids: the index never embeds those."""
-    problems = []
-    owners: list[tuple[str, Anchor | Link, str]] = [("Anchor_attributes", a, a.noun) for a in dm.anchors]
-    owners += [("Link_attributes", lk, lk.sentence) for lk in dm.links]
-    for table, owner, label in owners:
-        for attr in owner.attributes:
-            if not attr.embeddable:
-                continue
-            dtype = attr.dtype.strip().lower()
-            if dtype in NON_TEXT_DTYPES:
-                why = f"its dtype is {dtype}"
-            elif is_identifier(label, attr.name):
-                why = "it is an identifier"
-            else:
-                continue
-            problems.append(
-                warning(
-                    "lint.embeddable-non-text",
-                    f"{label}.{attr.name} is marked embeddable but {why}, so it is never embedded; "
-                    "clear its embeddable flag (search it with Cypher instead)",
-                    table=table,
-                    type=label,
-                    attribute=attr.name,
-                )
-            )
-    return problems
 
 
 # --- tables and columns of the data document --------------------------------------------------------
@@ -305,7 +148,7 @@ def _anchor_tables(dm: DataModel, plan: TablePlan, names: list[str]) -> list[Pro
             )
     for anchor, table in plan.anchors:
         if table.name != ANCHOR_PREFIX + anchor.noun:
-            problems.append(_case(f"table {table.name}", ANCHOR_PREFIX + anchor.noun, table.name))
+            problems.append(case_mismatch(f"table {table.name}", ANCHOR_PREFIX + anchor.noun, table.name))
     for noun in plan.missing:
         problems.append(
             error(
@@ -346,19 +189,19 @@ def _anchor_columns(dm: DataModel, anchor: Anchor, table: RawTable) -> list[Prob
                 )
             )
         elif column.id != attr.name:
-            problems.append(_case(f"column {column.id}", attr.name, table.name, column.id))
+            problems.append(case_mismatch(f"column {column.id}", attr.name, table.name, column.id))
     described = {a.name.lower() for a in anchor.attributes}
     exempt = {f"{anchor.noun}_id".lower(), "node_id"} | _link_column_names(dm, anchor.noun)
-    for column in table.columns:
-        if is_helper_column(column) or column.lower() in exempt or column.lower() in described:
+    for name in table.columns:
+        if is_helper_column(name) or name.lower() in exempt or name.lower() in described:
             continue
         problems.append(
             warning(
                 "lint.undescribed-column",
-                f"{table.name}.{column} is not described in Anchor_attributes, so it never reaches "
+                f"{table.name}.{name} is not described in Anchor_attributes, so it never reaches "
                 "the graph; describe it or delete the column",
                 table=table.name,
-                column=column,
+                column=name,
                 type=anchor.noun,
             )
         )
@@ -390,7 +233,9 @@ def _link_columns(dm: DataModel, plan: TablePlan) -> list[Problem]:
                     )
                 )
             elif column.id != name:
-                problems.append(_case(f"link {link.sentence}'s {side} {name!r}", column.id, "Links", side))
+                problems.append(
+                    case_mismatch(f"link {link.sentence}'s {side} {name!r}", column.id, "Links", side)
+                )
     return problems
 
 

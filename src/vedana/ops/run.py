@@ -37,7 +37,8 @@ Notice = Callable[[str], None]
 PhaseDone = Callable[[str, Any], None]
 
 DEFAULT_WAIT_S = 10.0
-UPDATED, UP_TO_DATE = "updated", "up to date"
+UPDATED: Literal["updated"] = "updated"
+UP_TO_DATE: Literal["up to date"] = "up to date"
 
 
 @dataclass

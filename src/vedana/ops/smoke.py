@@ -6,7 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 from vedana.errors import VedanaError
-from vedana.ops.problems import SectionResult, error
+from vedana.problems import SectionResult, error
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine

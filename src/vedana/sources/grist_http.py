@@ -59,7 +59,7 @@ class GristClient(GristDocAPI):
         self.requests_made = 0
 
     # grist-api calls this for tables()/columns(); we call it for everything else too.
-    def call(  # type: ignore[override]
+    def call(
         self,
         url: str,
         json_data: Any = None,

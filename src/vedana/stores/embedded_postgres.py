@@ -110,7 +110,7 @@ def postgres_status(home: Path) -> dict[str, Any]:
         "state": "running" if running else "stopped",
         "pid": info.pid if alive and info else None,
         "url": _url(running.socket_dir) if running else None,
-        "socket": str(running.socket_dir / SOCKET_NAME) if running else None,
+        "socket": str(Path(running.socket_dir) / SOCKET_NAME) if running and running.socket_dir else None,
         "data_dir": str(pgdata),
         "initialised": (pgdata / "PG_VERSION").exists(),
         "size_bytes": dir_size(pgdata),

@@ -9,12 +9,12 @@ So nothing above the adapter knows which engine it talks to.
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from vedana.datamodel.names import graph_name_problem
 from vedana.errors import CypherError
 
 
@@ -102,17 +102,13 @@ class GraphStore(ABC):
         self.close()
 
 
-_UNQUOTABLE = re.compile(r"[`\x00-\x1f\x7f]")
-
-
 def quote_name(name: str) -> str:
-    """`name` as a backtick-quoted label, relationship type or property name. Backticks and
-    control characters cannot be quoted in every engine (FalkorDB has no escape for a backtick),
-    so such names are refused."""
-    if not name or _UNQUOTABLE.search(name) or len(name) > 255:
+    """`name` as a backtick-quoted label, relationship type or property name; a `CypherError`
+    for a name no engine can take quoted (see `vedana.datamodel.names`)."""
+    problem = graph_name_problem(name)
+    if problem is not None:
         raise CypherError(
-            f"cannot use {name!r} as a graph label, relationship type or property name "
-            "(no backticks or control characters, at most 255 characters)"
+            f"cannot use {name!r} as a graph label, relationship type or property name: {problem}"
         )
     return f"`{name}`"
 

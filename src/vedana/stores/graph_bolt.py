@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from vedana.errors import ConfigError, CypherError, ServiceError
 from vedana.redaction import redact
@@ -121,7 +121,7 @@ class BoltGraph(GraphStore):
         with self._errors(), self._driver.session() as session:
             for batch in batched(rows, batch_size):
                 # A managed transaction retries transient conflicts; the loads are idempotent MERGEs.
-                session.execute_write(lambda tx, batch=batch: tx.run(cypher, rows=batch).consume())
+                session.execute_write(_run_consumed, cypher, batch)
                 sent += len(batch)
         return sent
 
@@ -193,7 +193,7 @@ class _BoltErrors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Literal[False]:
         from neo4j.exceptions import DriverError, Neo4jError
 
         if exc is None:
@@ -205,6 +205,10 @@ class _BoltErrors:
                 f"lost the connection to the graph at {self.uri} ({_one_line(str(exc))}); check MEMGRAPH_URI"
             ) from None
         return False
+
+
+def _run_consumed(tx: Any, cypher: str, rows: list[dict[str, Any]]) -> None:
+    tx.run(cypher, rows=rows).consume()
 
 
 def is_memgraph_agent(agent: str) -> bool:

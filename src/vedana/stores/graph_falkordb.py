@@ -1,13 +1,12 @@
 """`GraphStore` on FalkorDB (the embedded default), through the `falkordb` client.
 
-Row limits: a FalkorDB reply carries the whole result set at once, so for a read-only query
-with `row_limit` the server itself is asked for at most `row_limit + 1` rows: the query runs as
-`CALL { <query> } RETURN * LIMIT n`, which FalkorDB evaluates lazily (a 200-row cap over 100k
-nodes: 3.4 s → 0.01 s). `RETURN *` sorts the columns by name, so the original order is restored
-from the query's final RETURN; when that cannot be told (`RETURN *`, a leading `WITH`, which
-CALL {} takes for an import, `EXPLAIN`, ...) or the wrapped form fails, the query runs as written
-and the rows past the limit are dropped. Either way the embedded server has a hard ceiling on
-reply size (`RESULTSET_CEILING` rows), and a reply of exactly that size is reported truncated.
+Row limits: a read-only query with `row_limit` runs in the capped shape of
+`vedana.cypher.shape`, so the server itself stops after `row_limit + 1` rows; a query that has
+no capped shape, or whose capped form fails, runs as written and the rows past the limit are
+dropped. Either way the embedded server has a hard ceiling on reply size (`RESULTSET_CEILING`
+rows), and a reply of exactly that size is reported truncated. EXPLAIN gives the plan through
+GRAPH.EXPLAIN (FalkorDB would otherwise run the query); PROFILE and SHOW are refused with a
+clear message.
 """
 
 from __future__ import annotations
@@ -17,7 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from vedana.cypher.text import first_word, return_columns
+from vedana.cypher.shape import capped_query, in_query_order
+from vedana.cypher.text import first_word
 from vedana.errors import CypherError, ServiceError
 from vedana.redaction import redact
 from vedana.stores.embedded_falkordb import RESULTSET_CEILING
@@ -25,8 +25,12 @@ from vedana.stores.graph import GraphStore, QueryResult, batched, quote_name
 
 DEFAULT_GRAPH_NAME = "vedana"
 DEADLINE_MARGIN_S = 1.0  # how long past its own timeout a read-only query may keep the caller waiting
-# Queries that may run inside CALL { }: one starting with WITH would be read as importing variables.
-_WRAPPABLE_STARTS = frozenset({"match", "optional", "unwind", "return", "call"})
+# Statements FalkorDB would run as something else, or not know: a clear word instead.
+_NOT_ON_FALKORDB = {
+    "profile": "PROFILE runs the query to time it; on FalkorDB use EXPLAIN for the plan, which runs nothing",
+    "show": "SHOW statements are Memgraph/Neo4j commands that FalkorDB does not have; "
+    "use CALL db.labels(), CALL db.relationshipTypes() or CALL db.indexes()",
+}
 _EMPTY_KEY = "empty key"  # FalkorDB's error for reading a graph that was never created
 _STATS = (
     "nodes_created",
@@ -83,6 +87,11 @@ class FalkorGraph(GraphStore):
         timeout_s: float | None = None,
     ) -> QueryResult:
         started = time.perf_counter()
+        first = first_word(cypher)
+        if first == "explain":
+            return self._explain(cypher, params)
+        if first in _NOT_ON_FALKORDB:
+            raise CypherError(_NOT_ON_FALKORDB[first])
         capped = self._capped(cypher, params, row_limit, timeout_s) if read_only and row_limit else None
         if capped is not None:
             columns, raw_rows, result = capped
@@ -109,22 +118,32 @@ class FalkorGraph(GraphStore):
         self, cypher: str, params: dict[str, Any] | None, row_limit: int, timeout_s: float | None
     ) -> tuple[list[str], list[Any], Any] | None:
         """Columns, rows (at most `row_limit + 1`) and the reply of the query run with the cap on
-        the server; None when it has to run as written (see the module doc)."""
-        order = return_columns(cypher)
-        if order is None or first_word(cypher) not in _WRAPPABLE_STARTS:
+        the server; None when it has to run as written (see `vedana.cypher.shape`)."""
+        capped = capped_query(cypher, row_limit)
+        if capped is None:
             return None
-        wrapped = f"CALL {{\n{cypher}\n}} RETURN * LIMIT {row_limit + 1}"
         try:
-            result = self._execute(wrapped, params, read_only=True, timeout_s=timeout_s)
+            result = self._execute(capped.text, params, read_only=True, timeout_s=timeout_s)
         except CypherError as exc:
             if "timed out" in str(exc).lower():
                 raise  # running it again would only take as long
             return None  # the query as written gives the error the caller can act on
-        columns = [_text(column[1]) for column in result.header]
-        if sorted(columns) != sorted(order):
-            return None
-        at = [columns.index(name) for name in order]
-        return order, [[row[i] for i in at] for row in result.result_set], result
+        rows = in_query_order(capped, [_text(column[1]) for column in result.header], result.result_set)
+        return None if rows is None else (capped.columns, rows, result)
+
+    def _explain(self, cypher: str, params: dict[str, Any] | None) -> QueryResult:
+        """EXPLAIN through GRAPH.EXPLAIN: the plan, one row per operation; the query never runs."""
+        import redis
+
+        started = time.perf_counter()
+        query = cypher.lstrip()[len("explain") :].lstrip()
+        try:
+            plan = self._graph.explain(query, params)
+        except redis.exceptions.ResponseError as exc:
+            raise CypherError(redact(f"FalkorDB: {_one_line(str(exc))}")) from None
+        lines = [str(line) for line in getattr(plan, "plan", None) or str(plan).splitlines()]
+        rows = [{"plan": line} for line in lines if line.strip()]
+        return QueryResult(columns=["plan"], rows=rows, elapsed_s=time.perf_counter() - started)
 
     def _execute(
         self, cypher: str, params: dict[str, Any] | None, *, read_only: bool, timeout_s: float | None

@@ -118,6 +118,20 @@ def _m002_staging_indexes(conn: Connection) -> None:
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS edges_version_idx ON edges (version)")
 
 
+@migration(10, "evaluation runs")
+def _m010_eval_runs(conn: Connection) -> None:
+    # The tables come from `create_all`; listing a run's results in order wants this index.
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS eval_runs_started_idx ON eval_runs (started_at DESC)")
+
+
+@migration(11, "conversation threads")
+def _m011_threads(conn: Connection) -> None:
+    # The tables come from `create_all`; reading a thread's recent messages wants this index.
+    conn.exec_driver_sql(
+        "CREATE INDEX IF NOT EXISTS thread_messages_thread_idx ON thread_messages (thread_id, id)"
+    )
+
+
 SCHEMA_LOCK_KEY = 0x7665_6461  # "veda": serialises concurrent first runs creating the schema
 
 

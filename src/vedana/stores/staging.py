@@ -196,3 +196,10 @@ def writer_lock(engine: Engine, *, wait: bool = True) -> Iterator[bool]:
             if got:
                 conn.exec_driver_sql(f"SELECT pg_advisory_unlock({WRITER_LOCK_KEY})")
                 conn.commit()
+
+
+def staging_counts(conn: Connection) -> dict[str, int]:
+    """Live nodes and edges in staging (what an evaluation run records of the knowledge base)."""
+    nodes = conn.exec_driver_sql("SELECT count(*) FROM nodes WHERE NOT deleted").scalar()
+    edges = conn.exec_driver_sql("SELECT count(*) FROM edges WHERE NOT deleted").scalar()
+    return {"nodes": int(nodes or 0), "edges": int(edges or 0)}

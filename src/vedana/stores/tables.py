@@ -13,6 +13,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Float,
+    ForeignKey,
     Identity,
     Integer,
     MetaData,
@@ -163,6 +164,62 @@ runs = Table(
     Column("source", Text, nullable=False, server_default=""),
     Column("counts", JSONB, nullable=False, server_default="{}"),
     Column("error", Text),
+)
+
+# --- conversations (`vedana ask --thread`, `vedana chat`) ------------------------------------
+
+threads = Table(
+    "threads",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+# One row per message, in order of `id`. An assistant message carries its trace (what
+# `ask --json` prints), the model usage and the cost; a user message carries none of them.
+thread_messages = Table(
+    "thread_messages",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("thread_id", Text, ForeignKey("threads.id", ondelete="CASCADE"), nullable=False),
+    Column("role", Text, nullable=False),  # user | assistant
+    Column("text", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("trace", JSONB),
+    Column("usage", JSONB),
+    Column("cost_usd", Float),
+)
+
+# --- evaluation runs (`vedana eval`) ---------------------------------------------------------
+
+eval_runs = Table(
+    "eval_runs",
+    metadata,
+    Column("id", BigInteger, Identity(), primary_key=True),
+    Column("started_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("status", Text, nullable=False, server_default="running"),  # running | done | interrupted
+    Column("golden", Text, nullable=False, server_default=""),  # where the golden set came from
+    Column("config", JSONB, nullable=False, server_default="{}"),  # models, hashes, counts, version
+    Column("selection", JSONB, nullable=False, server_default="{}"),  # scenarios, limit, question
+)
+
+# One row per question of a run; `position` is the question's place in the golden set.
+eval_results = Table(
+    "eval_results",
+    metadata,
+    Column("run_id", BigInteger, ForeignKey("eval_runs.id", ondelete="CASCADE"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("question", Text, nullable=False),
+    Column("scenario", Text, nullable=False, server_default=""),
+    Column("golden_answer", Text, nullable=False, server_default=""),
+    Column("answer", Text),
+    Column("passed", Boolean),
+    Column("error", Text),
+    Column("scores", JSONB, nullable=False, server_default="{}"),  # recall, precision, judge, tools, cost…
+    Column("trace", JSONB),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("run_id", "position"),
 )
 
 schema_migrations = Table(

@@ -202,6 +202,7 @@ def write_cache(conn: Connection, model: ModelInfo, items: Iterable[tuple[bytes,
     from psycopg.types import TypeInfo
 
     raw = conn.connection.driver_connection
+    assert raw is not None  # a live psycopg connection inside this transaction
     info = TypeInfo.fetch(raw, "vector")
     conn.exec_driver_sql(
         "CREATE TEMP TABLE IF NOT EXISTS tmp_new_vectors (text_hash bytea, embedding vector) "

@@ -1,0 +1,1 @@
+"""`vedana mcp`: the knowledge base for AI assistants over the Model Context Protocol."""
