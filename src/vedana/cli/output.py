@@ -64,9 +64,9 @@ class RedactingStream:
 def install_redacting_streams() -> None:
     """Route sys.stdout and sys.stderr through `RedactingStream` (once)."""
     if not isinstance(sys.stdout, RedactingStream):
-        sys.stdout = RedactingStream(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = RedactingStream(sys.stdout)
     if not isinstance(sys.stderr, RedactingStream):
-        sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = RedactingStream(sys.stderr)
 
 
 def stdout_console() -> Any:
