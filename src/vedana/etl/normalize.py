@@ -438,3 +438,23 @@ def _both_ways(
     yield EdgeRow(link.sentence, from_type, from_id, to_type, to_id, attributes)
     if not link.has_direction and (from_type, from_id) != (to_type, to_id):
         yield EdgeRow(link.sentence, to_type, to_id, from_type, from_id, attributes)
+
+
+def note_missing_attribute_columns(report: SyncReport, plan: TablePlan) -> None:
+    """Say once per attribute that the data model describes but its table lacks: every node or
+    edge of it would otherwise silently go without that value."""
+    for anchor, table in plan.anchors:
+        for attr in anchor.attributes:
+            if table.column(attr.name) is None:
+                report.notes.append(
+                    f"{table.name} has no column {attr.name} (attribute of {anchor.noun} in "
+                    "Anchor_attributes), so no node gets it; add the column or delete the attribute"
+                )
+    for table, links in plan.links:
+        for link in links:
+            for attr in link.attributes:
+                if table.column(attr.name) is None:
+                    report.notes.append(
+                        f"{table.name} has no column {attr.name} (attribute of link {link.sentence} "
+                        "in Link_attributes), so no edge gets it; add the column or delete the attribute"
+                    )

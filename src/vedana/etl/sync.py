@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from vedana.datamodel.read import read_data_model
 from vedana.errors import SourceError
-from vedana.etl.normalize import Normalizer, plan_tables
+from vedana.etl.normalize import Normalizer, note_missing_attribute_columns, plan_tables
 from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
 from vedana.sources import Source, open_source
 
@@ -194,7 +194,7 @@ def _sync_into(
         )
     report.ignored_tables = plan.ignored
     report.missing_tables = plan.missing
-    report.note_missing_attribute_columns(plan)
+    note_missing_attribute_columns(report, plan)
     for anchor in dm.anchors:
         report.node(anchor.noun)
     for link in dm.links:
