@@ -79,13 +79,30 @@ def headline(summary: dict[str, Any]) -> str:
     )
 
 
+def totals_line(t: dict[str, Any]) -> str:
+    """What the table leaves out: time, tools, Cypher errors, tokens, retrieval context."""
+    cost = "cost unknown (no price for the model)" if t["cost_usd"] is None else f"${t['cost_usd']:.4f}"
+    parts = [
+        f"{t['time_s']:.1f} s answering ({fmt(t['latency_s'])} s a question)",
+        f"{fmt(t['tool_calls'], 1)} tool calls a question, {t['cypher_errors']} Cypher error(s)",
+        f"{t['tokens']:,} tokens, {cost}",
+    ]
+    if t["context_touched"] is not None:
+        parts.append(f"retrieval reached the expected context in {t['context_touched']:.0%}")
+    return " · ".join(parts)
+
+
 def comparison_lines(comparison: dict[str, Any]) -> list[str]:
     pr, cost, latency = comparison["pass_rate"], comparison["cost_usd"], comparison["latency_s"]
+    costs = (
+        "cost unknown"
+        if cost["was"] is None and cost["now"] is None
+        else f"cost ${fmt(cost['was'], 4)} → ${fmt(cost['now'], 4)} ({_signed(cost['delta'], 4)})"
+    )
     lines = [
         f"vs run {comparison['against']}: pass rate {fmt(pr['was'])} → {fmt(pr['now'])} ({_signed(pr['delta'])}), "
-        f"rating {_signed(comparison['mean_rating_delta'], 1)}, cost ${fmt(cost['was'], 4)} → ${fmt(cost['now'], 4)} "
-        f"({_signed(cost['delta'], 4)}), latency {fmt(latency['was'])} → {fmt(latency['now'])} s/q "
-        f"({_signed(latency['delta'])})"
+        f"rating {_signed(comparison['mean_rating_delta'], 1)}, {costs}, latency {fmt(latency['was'])} → "
+        f"{fmt(latency['now'])} s/q ({_signed(latency['delta'])})"
     ]
     if not comparison["flipped"]:
         lines.append("  no question flipped")
@@ -112,6 +129,7 @@ def text_summary(summary: dict[str, Any], comparison: dict[str, Any] | None = No
             c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
         ]
         lines.append(" ".join(cells))
+    lines += ["", totals_line(summary["totals"])]
     if summary["failed"]:
         lines += ["", f"failed ({len(summary['failed'])}):"]
         for f in summary["failed"]:
