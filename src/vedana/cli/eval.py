@@ -54,18 +54,23 @@ def eval_(
 
         vedana eval --golden samples/people/golden.csv
 
-        # CI: exit 1 when fewer than 90 % of the questions pass
+    In CI, exit 1 when fewer than 90 % of the questions pass, and keep a report:
+
         vedana eval --golden samples/people/golden.csv --fail-under 0.9 --report eval.html
 
-        # two models on the same questions, then side by side
+    Two models on the same questions, then side by side (pass-rate delta, flipped questions):
+
         vedana eval -g golden.csv --model openai/gpt-4.1-mini
+
         vedana eval -g golden.csv --model openai/gpt-4.1 --compare-last
+
+    A subset without a judge, a run stopped with Ctrl-C, past runs:
 
         vedana eval --scenario count --limit 5 --no-judge --json
 
         vedana eval --resume 12
 
-        vedana eval list; vedana eval show 12 --report run12.md
+        vedana eval list; vedana eval show 12 --compare 11 --report run12.md
     """
     if ctx.invoked_subcommand is not None:
         return
