@@ -123,3 +123,20 @@ def test_help_shows_ci_and_model_comparison_examples() -> None:
     for text in ("--fail-under 0.9", "--model openai/gpt-4.1-mini", "--model openai/gpt-4.1 --compare-last",
                  "--resume", "vedana eval list", "--report"):  # fmt: skip
         assert text in result.stdout, text
+
+
+def test_a_model_that_cannot_be_called_fails_the_run_before_it_starts(
+    eval_kb: DataModel, fake_llm: FakeLLM, eval_env: dict[str, str], golden_csv: Path, pg_engine
+) -> None:
+    from sqlalchemy import text
+
+    from vedana.errors import LLMError
+
+    with pg_engine.connect() as conn:
+        runs_before = conn.execute(text("SELECT count(*) FROM eval_runs")).scalar()
+    result = vedana("eval", "-g", str(golden_csv), "--judge-model", "no-such-model-anywhere")
+    assert isinstance(result.exception, LLMError)
+    assert "'no-such-model-anywhere' is not a model name litellm knows" in str(result.exception)
+    assert fake_llm.requests == []
+    with pg_engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM eval_runs")).scalar() == runs_before

@@ -29,7 +29,8 @@ def eval_(
     ] = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Only the first N questions.", show_default=False)] = None,
     question: Annotated[str | None, typer.Option("--question", "-q", help="Only questions containing this text.", show_default=False)] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, max=16, help="Questions asked at once.")] = 2,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, max=8, help="Questions asked at once (each holds a database connection "
+                                                  "while it searches; the pool has 15).")] = 2,
     timeout: Annotated[float, typer.Option("--timeout", min=1.0, help="Seconds one question may take (agent and judge); "
                                            "later it is recorded as an error.")] = 300.0,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Score without the judge model (pass = item recall ≥ --min-recall).")] = False,

@@ -178,6 +178,18 @@ def _resumed(
     return settings.model_copy(update=update), resumed
 
 
+def _check_models(settings: Settings, options: EvalOptions) -> None:
+    """A missing key or an unknown model fails the run before it starts, not once per question."""
+    from vedana.agent.llm import LLM
+
+    llm = LLM(settings)
+    use_filter = settings.enable_dm_filtering if options.use_filter is None else options.use_filter
+    for model in (settings.model, settings.effective_filter_model if use_filter else None,
+                  judge_model_of(settings, options)):  # fmt: skip
+        if model:
+            llm.check(model)
+
+
 def _chosen(settings: Settings, options: EvalOptions) -> tuple[list[GoldenQuestion], str]:
     from vedana.errors import ConfigError
 
@@ -218,6 +230,7 @@ def run_eval(
         done = {r["position"] for r in stored["results"]}
     spec = _golden_spec(options.golden, settings)
     chosen, where = _chosen(settings, options)
+    _check_models(settings, options)
     with engine.connect() as conn:
         dm = load_data_model(conn)
     scoring = Scoring(
