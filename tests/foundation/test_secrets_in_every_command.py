@@ -128,3 +128,38 @@ def test_failed_graph_and_database_connections_print_no_password(
     assert out.returncode in (1, 2) and "Traceback" in out.stderr, out.stderr
     for secret in (GRAPH_PASSWORD, DB_PASSWORD, "x/y@127"):
         assert secret not in out.stdout + out.stderr
+
+
+URL_PASSWORD = "url-pass-3c4d5e6f7a"
+
+
+def test_a_grist_url_with_user_info_is_masked_in_every_command(
+    servers: tuple[FakeGrist, FakeLLM], vedana_home: Path, tmp_path: Path
+) -> None:
+    """`http://user:password@host`: every command, plain and --debug, masks the password, even
+    in messages that embed the URL (the check report printed it; only --json masked it)."""
+    grist, llm = servers
+    env = _env(grist, llm, vedana_home)
+    env["GRIST_SERVER_URL"] = grist.url.replace("http://", f"http://bob:{URL_PASSWORD}@")
+    commands = [
+        ("sync",),
+        ("index",),
+        ("run",),
+        ("runs",),
+        ("cypher", "RETURN 1 AS one"),
+        ("check",),
+        ("check", "--llm", "--ask", "How many?"),
+        ("services", "status"),
+    ]
+    seen = ""
+    for args in commands:
+        for debug in ((), ("--debug",)):
+            out = subprocess.run(
+                [sys.executable, "-m", "vedana", *debug, *args],
+                capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+            )  # fmt: skip
+            seen += out.stdout + out.stderr
+            assert URL_PASSWORD not in out.stdout + out.stderr, f"vedana {' '.join((*debug, *args))} leaks it"
+    assert "bob:***@" in seen  # the URL was really printed, masked
+    for log in vedana_home.rglob("*.log"):
+        assert URL_PASSWORD not in log.read_text(errors="replace")

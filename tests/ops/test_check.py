@@ -18,6 +18,7 @@ from support.fake_llm import FakeLLM, answer, http_error, tool_calls
 from support.sync_kb import API_KEY, club_data, club_model, grist_settings
 from vedana.cli.app import app
 from vedana.config import Settings
+from vedana.errors import VedanaError
 from vedana.etl.sync import sync
 from vedana.ops.check import check
 from vedana.ops.run import run
@@ -165,6 +166,33 @@ def test_staging_ahead_of_the_index_is_a_warning(
     ]
     assert report.ok  # warnings report...
     assert not check(indexed, only=["consistency"], strict=True).ok  # ...and fail only when strict
+
+
+def test_an_index_that_keeps_failing_fails_the_check(
+    ops_env: None, indexed: Settings, kb: KB, kb_dirs: tuple[Path, Path], tmp_path: Path, monkeypatch
+) -> None:
+    """Staging ahead because the last index failed (here: the graph was unreachable) is an error,
+    not a pending update; a successful index clears it."""
+    from vedana.etl.index import index
+
+    kb.set_cell(kb.data, "Anchor_person", 1, "person_name", "Ada Renamed")
+    model, data = kb.write(tmp_path / "kb")
+    sync(indexed, data_model=model, data=data)
+    with pytest.raises(VedanaError):
+        index(indexed.model_copy(update={"memgraph_uri": "bolt://127.0.0.1:1"}))
+
+    report = check(indexed, only=["consistency"])
+    assert problems(report) == [
+        ("error", "consistency.index-failing", {"target": "graph"}),
+        ("error", "consistency.index-failing", {"target": "vectors"}),
+    ]
+    assert not report.ok
+    result = invoke("check", "--only", "consistency")
+    assert result.exit_code == 1, result.output
+    assert "last index run failed" in result.stdout and "check failed" in result.stdout
+
+    index(indexed)
+    assert check(indexed, only=["consistency"]).ok
 
 
 def test_consistency_is_skipped_before_the_first_sync(ops_settings: Settings, blank_kb: Engine) -> None:

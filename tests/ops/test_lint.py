@@ -71,6 +71,10 @@ def _described_link_attribute_missing(kb: KB) -> None:
     kb.model["Link_attributes"].append(["PERSON_knows_PERSON", "where", "Place.", "club", "false", "", "str"])
 
 
+def _link_column_link_with_attribute(kb: KB) -> None:
+    kb.model["Link_attributes"].append(["PERSON_lives_in_CITY", "since", "Year.", "2019", "false", "", "int"])
+
+
 def _undescribed_anchor_column(kb: KB) -> None:
     kb.add_column(kb.data, "Anchor_person", "person_nickname", ["ada", "bo", "cy"])
 
@@ -200,6 +204,10 @@ CASES: dict[str, Case] = {
     "attribute of unknown anchor": (
         _attribute_of_unknown_anchor, "error", "lint.attribute-unknown-owner",
         {"table": "Anchor_attributes", "column": "anchor", "attribute": "planet_name"},
+    ),
+    "attribute of a link read from a link column": (
+        _link_column_link_with_attribute, "warning", "lint.link-attributes-without-table",
+        {"link": "PERSON_lives_in_CITY"},
     ),
     "row sync skips": (_unknown_dtype, "warning", "lint.model-row-skipped", {"table": "Anchor_attributes"}),
     "link table without endpoint columns": (

@@ -87,3 +87,43 @@ def test_bad_path_and_missing_configuration(tmp_path: Path, monkeypatch) -> None
     assert isinstance(result.exception, ConfigError)
     assert result.exception.exit_code == 2  # what `vedana` (app.main) exits with
     assert "GRIST_DATA_MODEL_DOC_ID" in str(result.exception)
+
+
+def test_data_model_changed_only_when_it_did(model, data, tmp_path: Path) -> None:
+    """Prompts out of name order (as a user types them) read twice: the second sync says unchanged."""
+    from support.grist_files import write_csv_folder
+
+    prompts = model.table("Prompts").rows
+    prompts[:] = [{"name": "zeta", "text": "Z"}, *prompts, {"name": "alpha", "text": "A"}]
+    model_dir, data_dir = write_csv_folder(model, tmp_path / "m1"), write_csv_folder(data, tmp_path / "d")
+
+    first = invoke("--data-model", str(model_dir), "--data", str(data_dir), "--full")
+    again = invoke("--data-model", str(model_dir), "--data", str(data_dir), "--full")
+    assert "data model changed" in first.stdout, first.output
+    assert "data model unchanged" in again.stdout, again.output
+
+    prompts.append({"name": "beta", "text": "B"})
+    edited = invoke("--data-model", str(write_csv_folder(model, tmp_path / "m2")), "--data", str(data_dir))
+    assert "data model changed" in edited.stdout, edited.output
+
+
+def test_attribute_without_a_column_is_noted(model, data, tmp_path: Path) -> None:
+    """An attribute described in the data model that its table lacks is said once in the report."""
+    from support.grist_files import write_csv_folder
+
+    model.table("Anchor_attributes").rows.append(
+        {"anchor": 1, "attribute_name": "person_email", "dtype": "str"}
+    )
+    model.table("Link_attributes").rows.append({"link": 1, "attribute_name": "level", "dtype": "str"})
+    model_dir, data_dir = write_csv_folder(model, tmp_path / "m"), write_csv_folder(data, tmp_path / "d")
+
+    result = invoke("--data-model", str(model_dir), "--data", str(data_dir))
+
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stdout.splitlines() if "has no column" in line]
+    assert notes == [
+        "note: Anchor_person has no column person_email (attribute of person in Anchor_attributes), so no "
+        "node gets it; add the column or delete the attribute",
+        "note: Link_person_has_interest has no column level (attribute of link PERSON_has_INTEREST in "
+        "Link_attributes), so no edge gets it; add the column or delete the attribute",
+    ]

@@ -48,8 +48,10 @@ def root(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
 ) -> None:
-    from vedana.cli.output import configure_logging
+    from vedana.cli.output import configure_logging, install_redacting_streams
     from vedana.config import export_dotenv, override_settings
+
+    install_redacting_streams()
 
     export_dotenv()
     if debug:

@@ -41,6 +41,34 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+class RedactingStream:
+    """A text stream that masks secrets in whatever is written to it: the one gate every
+    command's output passes (rich tables, plain lines, typer.echo, tracebacks), so a message
+    that embeds a URL with user info cannot reach the terminal however it was printed."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, flush, buffer...
+        return getattr(self._stream, name)
+
+
+def install_redacting_streams() -> None:
+    """Route sys.stdout and sys.stderr through `RedactingStream` (once)."""
+    if not isinstance(sys.stdout, RedactingStream):
+        sys.stdout = RedactingStream(sys.stdout)
+    if not isinstance(sys.stderr, RedactingStream):
+        sys.stderr = RedactingStream(sys.stderr)
+
+
 def stdout_console() -> Any:
     from rich.console import Console
 

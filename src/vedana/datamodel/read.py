@@ -247,8 +247,10 @@ def read_data_model(source: Source) -> tuple[DataModel, DataModelReport]:
         anchors=[Anchor(**{**a, "attributes": tuple(a["attributes"])}) for a in anchors.values()],
         links=[Link(**{**lk, "attributes": tuple(lk["attributes"])}) for lk in links.values()],
         queries=queries,
-        prompts=[Prompt(name=n, text=t) for n, t in prompts.items()],
-        lifecycle=[LifecycleEvent(event=e, text=t) for e, t in lifecycle.items()],
+        # Staging keys these by name and gives them back in that order; sorted here too, so a re-read
+        # of an unchanged document compares equal to the stored model.
+        prompts=[Prompt(name=n, text=prompts[n]) for n in sorted(prompts)],
+        lifecycle=[LifecycleEvent(event=e, text=lifecycle[e]) for e in sorted(lifecycle)],
     )
     reader.report.counts = {
         "anchors": len(dm.anchors),

@@ -164,15 +164,15 @@ def index(
         return _plan(engine, embedder, full=full, on_notice=on_notice)
     progress: Progress = on_progress or (lambda stage, done, total: None)
     own_graph = graph is None
-    if graph is None:
-        from vedana.stores.graph_factory import open_graph
-
-        graph = open_graph(settings)
     try:
         with writer_lock(engine) if lock else nullcontext():
             from vedana.stores.run_log import record_run
 
             with record_run(engine, "index") as run:
+                if graph is None:  # in the run, so an unreachable graph is logged as a failed index
+                    from vedana.stores.graph_factory import open_graph
+
+                    graph = open_graph(settings)
                 report = _apply(
                     engine, graph, embedder, full=full, batch_size=graph_batch_size,
                     on_progress=progress, on_notice=on_notice,
@@ -181,7 +181,7 @@ def index(
                 run.status = "ok" if report.changed else "unchanged"
         return report
     finally:
-        if own_graph:
+        if own_graph and graph is not None:
             graph.close()
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from vedana.datamodel.report import DataModelReport
+
+if TYPE_CHECKING:
+    from vedana.etl.normalize import TablePlan
 
 # Why a row (or a reference) did not become a node/edge. Keys of `TypeReport.skipped`.
 MISSING_ID = "missing id"
@@ -85,6 +88,25 @@ class SyncReport:
         if found is None:
             found = self.edges[sentence] = TypeReport("edge", sentence)
         return found
+
+    def note_missing_attribute_columns(self, plan: TablePlan) -> None:
+        """Say once per attribute that the data model describes but its table lacks: every node or
+        edge of it would otherwise silently go without that value."""
+        for anchor, table in plan.anchors:
+            for attr in anchor.attributes:
+                if table.column(attr.name) is None:
+                    self.notes.append(
+                        f"{table.name} has no column {attr.name} (attribute of {anchor.noun} in "
+                        "Anchor_attributes), so no node gets it; add the column or delete the attribute"
+                    )
+        for table, links in plan.links:
+            for link in links:
+                for attr in link.attributes:
+                    if table.column(attr.name) is None:
+                        self.notes.append(
+                            f"{table.name} has no column {attr.name} (attribute of link {link.sentence} "
+                            "in Link_attributes), so no edge gets it; add the column or delete the attribute"
+                        )
 
     @staticmethod
     def _total(reports: dict[str, TypeReport]) -> dict[str, Any]:

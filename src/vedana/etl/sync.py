@@ -194,6 +194,7 @@ def _sync_into(
         )
     report.ignored_tables = plan.ignored
     report.missing_tables = plan.missing
+    report.note_missing_attribute_columns(plan)
     for anchor in dm.anchors:
         report.node(anchor.noun)
     for link in dm.links:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from vedana.etl.graph_load import owned_types
 from vedana.ops import inventory
 from vedana.problems import Problem, SectionResult, error, warning
+from vedana.stores.run_log import last_failure
 from vedana.stores.vectors import EDGE_TABLE, NODE_TABLE, ModelInfo, recorded_model
 
 if TYPE_CHECKING:
@@ -44,8 +45,9 @@ def consistency(engine: Engine, graph: GraphStore | None, configured: ModelInfo 
             result.skipped = "nothing is synced yet; run `vedana sync` first"
             return result
 
+        failed = last_failure(conn, "index") if version not in (marks.graph, marks.vectors) else None
         if marks.graph != version:
-            result.problems.append(_pending("graph", marks.graph, version))
+            result.problems.append(_pending("graph", marks.graph, version, failed))
         elif graph is not None:
             counts = graph.counts(owned.nodes, owned.edges)  # other data on a shared server is not ours
             result.details["graph"] = counts
@@ -58,15 +60,24 @@ def consistency(engine: Engine, graph: GraphStore | None, configured: ModelInfo 
         }
         result.problems += _model_problems(conn, recorded, configured)
         if marks.vectors != version:
-            result.problems.append(_pending("vectors", marks.vectors, version))
+            result.problems.append(_pending("vectors", marks.vectors, version, failed))
         else:
             result.problems += _compare_vectors(conn, dm, result.details)
     result.seconds = time.monotonic() - started
     return result
 
 
-def _pending(target: str, indexed: int | None, version: int) -> Problem:
+def _pending(target: str, indexed: int | None, version: int, failed: str | None) -> Problem:
     state = "never been indexed" if indexed is None else f"been indexed up to staging version {indexed}"
+    if failed is not None:
+        # Behind because indexing fails, not because it has not run yet: the knowledge base is
+        # stale until someone acts, so this fails the check.
+        return error(
+            "consistency.index-failing",
+            f"the {target} has {state} but staging is at version {version}, and the last index run "
+            f"failed ({failed}); fix that and run `vedana index`",
+            target=target,
+        )
     return warning(
         "consistency.index-pending",
         f"the {target} has {state} but staging is at version {version}, so it is behind; "

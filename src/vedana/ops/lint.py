@@ -305,7 +305,20 @@ def _links_without_data(dm: DataModel, plan: TablePlan, report: SyncReport) -> l
     for link in dm.links:
         has_columns = link.anchor1_link_column_name or link.anchor2_link_column_name
         stats = report.edges.get(link.sentence)
-        if has_columns or link.sentence in with_table or (stats and stats.tables):
+        tables = stats.tables if stats else ()
+        from_table = link.sentence in with_table or any(t.startswith(LINK_PREFIX) for t in tables)
+        if has_columns and link.attributes and not from_table:
+            # A link column carries only the endpoint: its attributes have no column to come from.
+            problems.append(
+                warning(
+                    "lint.link-attributes-without-table",
+                    f"link {link.sentence} is read from a link column only, so its attributes "
+                    f"({', '.join(a.name for a in link.attributes)}) have no column and no edge gets them; "
+                    f"add a {LINK_PREFIX}{link.sentence} table with those columns or delete the attributes",
+                    link=link.sentence,
+                )
+            )
+        if has_columns or from_table or tables:
             continue
         problems.append(
             error(

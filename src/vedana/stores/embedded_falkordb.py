@@ -10,6 +10,7 @@ snapshot (`graph.rdb`) written every minute when something changed and on `stop_
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import time
@@ -34,6 +35,10 @@ from vedana.stores.embedded_runtime import (
 RESULTSET_CEILING = 100_000
 
 SOCKET_NAME = "falkor.sock"
+# FalkorDB runs each query on one of THREAD_COUNT threads (default: one per core) and does not
+# interrupt a query inside a long expression, so a few runaway reads that vedana has stopped
+# waiting for would otherwise leave none for anyone else; spare threads keep the graph answering.
+QUERY_THREADS = max(8, 4 * (os.cpu_count() or 1))
 READY_TIMEOUT_S = 120.0  # loading a big snapshot takes a while; the server answers LOADING meanwhile
 
 
@@ -187,7 +192,7 @@ def _start(home: Path, sock: Path, bolt_port: int | None) -> None:
     folder = data_dir(home)
     # A hard ceiling on the rows any one reply carries: FalkorDB sends a result set in one
     # message, so without it a runaway read (a cartesian product) could exhaust memory here.
-    module_args = ["RESULTSET_SIZE", str(RESULTSET_CEILING)]
+    module_args = ["RESULTSET_SIZE", str(RESULTSET_CEILING), "THREAD_COUNT", str(QUERY_THREADS)]
     if bolt_port is not None:
         _check_port_free(bolt_port)
         module_args += ["BOLT_PORT", str(bolt_port)]

@@ -24,6 +24,7 @@ from vedana.stores.embedded_falkordb import RESULTSET_CEILING
 from vedana.stores.graph import GraphStore, QueryResult, batched, quote_name
 
 DEFAULT_GRAPH_NAME = "vedana"
+DEADLINE_MARGIN_S = 1.0  # how long past its own timeout a read-only query may keep the caller waiting
 # Statements FalkorDB would run as something else, or not know: a clear word instead.
 _NOT_ON_FALKORDB = {
     "profile": "PROFILE runs the query to time it; on FalkorDB use EXPLAIN for the plan, which runs nothing",
@@ -52,6 +53,22 @@ class FalkorGraph(GraphStore):
         self.graph_name = graph_name
         self._db = FalkorDB(unix_socket_path=str(socket_path))
         self._graph = self._db.select_graph(graph_name)
+        self._deadline_graphs: dict[float, Any] = {}
+        self._deadline_dbs: list[Any] = []
+
+    def _deadline_graph(self, timeout_s: float) -> Any:
+        """A connection whose reads give up `DEADLINE_MARGIN_S` after `timeout_s` (the server's
+        own TIMEOUT does not interrupt a long expression); one per timeout, kept for reuse."""
+        from falkordb import FalkorDB
+
+        found = self._deadline_graphs.get(timeout_s)
+        if found is None:
+            db = FalkorDB(
+                unix_socket_path=str(self.socket_path), socket_timeout=timeout_s + DEADLINE_MARGIN_S
+            )
+            self._deadline_dbs.append(db)
+            found = self._deadline_graphs[timeout_s] = db.select_graph(self.graph_name)
+        return found
 
     @classmethod
     def embedded(cls, home: Path, graph_name: str = DEFAULT_GRAPH_NAME) -> FalkorGraph:
@@ -134,11 +151,23 @@ class FalkorGraph(GraphStore):
         import redis
         from falkordb.exceptions import SchemaVersionMismatchException
 
-        run = self._graph.ro_query if read_only else self._graph.query
+        graph = self._deadline_graph(timeout_s) if read_only and timeout_s else self._graph
+        run = graph.ro_query if read_only else graph.query
         timeout_ms = max(1, int(timeout_s * 1000)) if timeout_s else None
         for attempt in range(2):
             try:
                 return run(cypher, params, timeout=timeout_ms)
+            except redis.exceptions.TimeoutError:
+                if not (read_only and timeout_s):
+                    raise ServiceError(
+                        f"FalkorDB at {self.socket_path} did not answer; check `vedana services status`"
+                    ) from None
+                # FalkorDB checks its TIMEOUT only between records, so a query that spends its
+                # time inside one expression runs on; the socket deadline ends the wait here.
+                raise CypherError(
+                    f"the query timed out: it ran past its time limit of {timeout_s:g} s (CYPHER_TIMEOUT_S); "
+                    "narrow it (fewer rows, no large range/cartesian product)"
+                ) from None
             except SchemaVersionMismatchException:
                 # The client refreshed its cached label/property names; running again is safe
                 # because the server rejected the query before executing it.
@@ -151,7 +180,7 @@ class FalkorGraph(GraphStore):
                     self._graph.query("RETURN 1")
                     continue
                 raise CypherError(redact(f"FalkorDB: {_one_line(str(exc))}")) from None
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+            except redis.exceptions.ConnectionError as exc:
                 raise ServiceError(
                     f"lost the connection to FalkorDB at {self.socket_path} ({_one_line(str(exc))}); "
                     "check `vedana services status`"
@@ -221,6 +250,8 @@ class FalkorGraph(GraphStore):
 
     def close(self) -> None:
         self._db.connection.close()
+        for db in self._deadline_dbs:
+            db.connection.close()
 
 
 def to_plain(value: Any) -> Any:

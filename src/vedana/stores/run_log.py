@@ -99,3 +99,21 @@ def record_busy(engine: Engine, kind: str, source: str, message: str) -> None:
                 error=redact(message)[:2000],
             )
         )
+
+
+def last_failure(conn: Connection, kind: str) -> str | None:
+    """The first line of the error of the most recent finished `kind` run when it failed; None
+    when it succeeded or none has finished."""
+    from sqlalchemy import select
+
+    from vedana.stores.tables import runs
+
+    row = conn.execute(
+        select(runs.c.status, runs.c.error)
+        .where(runs.c.kind == kind, runs.c.status != "running")
+        .order_by(runs.c.id.desc())
+        .limit(1)
+    ).first()
+    if row is None or row.status != "failed":
+        return None
+    return (row.error or "no error recorded").splitlines()[0][:300]
