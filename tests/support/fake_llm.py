@@ -2,11 +2,12 @@
 
 Reached through litellm exactly like a real provider: model `openai/<name>`, `api_base` =
 `server.api_base`, any api key. Two scripts: requests that carry a `response_format` (the
-data-model filter's structured output) take the next `filter` reply, every other request takes
-the next `agent` reply. A script entry is a reply dict (see the helpers below) or a callable
+data-model filter's structured output) take the next `filter` reply, except the judge's of
+`vedana eval` (a `verdict` schema), which take the next `judge` reply; every other request
+takes the next `agent` reply. A script entry is a reply dict (see the helpers below) or a callable
 `(request_body) -> reply`, which lets a test answer from what actually reached the model.
-Every request body is recorded in `requests` (and per purpose in `filter_requests` /
-`agent_requests`).
+A reply with `delay_s` is sent that much later (a slow or hung provider). Every request body is
+recorded in `requests` (and per purpose in `filter_requests` / `judge_requests` / `agent_requests`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,11 +49,22 @@ def http_error(status: int, message: str) -> Reply:
     return {"status": status, "error": message}
 
 
+def delayed(seconds: float, reply: Reply) -> Reply:
+    """`reply`, sent after `seconds` (longer than the client's timeout: a hung provider)."""
+    return {**reply, "delay_s": seconds}
+
+
+def _is_judge(body: dict[str, Any]) -> bool:
+    schema = (body.get("response_format") or {}).get("json_schema") or {}
+    return schema.get("name") == "verdict"
+
+
 class FakeLLM:
     """Start with `with FakeLLM() as llm:`; script with `llm.filter.append(...)` / `llm.agent.append(...)`."""
 
     def __init__(self) -> None:
         self.filter: deque[Script] = deque()
+        self.judge: deque[Script] = deque()
         self.agent: deque[Script] = deque()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -82,7 +95,11 @@ class FakeLLM:
     # -- what reached the model ----------------------------------------------------------------
     @property
     def filter_requests(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if "response_format" in r]
+        return [r for r in self.requests if "response_format" in r and not _is_judge(r)]
+
+    @property
+    def judge_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if _is_judge(r)]
 
     @property
     def agent_requests(self) -> list[dict[str, Any]]:
@@ -92,7 +109,10 @@ class FakeLLM:
     def _next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             self.requests.append(body)
-            queue = self.filter if "response_format" in body else self.agent
+            if _is_judge(body):
+                queue = self.judge
+            else:
+                queue = self.filter if "response_format" in body else self.agent
             if not queue:
                 return http_error(500, "fake LLM: script exhausted")
             entry = queue[0]
@@ -139,11 +159,14 @@ class FakeLLM:
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (a delayed reply past its timeout)
 
             def do_POST(self) -> None:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -155,6 +178,8 @@ class FakeLLM:
                     # Header names are case-insensitive; clients differ in how they spell them.
                     fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                 reply = fake._next_reply(body)
+                if reply.get("delay_s"):
+                    time.sleep(reply["delay_s"])
                 if "error" in reply:
                     err = {"message": reply["error"], "type": "invalid_request_error"}
                     self._send(reply.get("status", 500), {"error": err})

@@ -32,6 +32,23 @@ def check(
             "--expect", help="Fail unless the answer contains this text (any case).", show_default=False
         ),
     ] = None,
+    eval_sample: Annotated[
+        int | None,
+        typer.Option(
+            "--eval-sample",
+            min=1,
+            help="Smoke test: ask N golden questions, judged as `vedana eval` does (not stored).",
+            show_default=False,
+        ),
+    ] = None,
+    golden: Annotated[
+        str | None,
+        typer.Option(
+            "--golden",
+            help="With --eval-sample: the golden set [default: GRIST_TEST_SET_DOC_ID].",
+            show_default=False,
+        ),
+    ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
     only: Annotated[
         list[str] | None,
@@ -49,7 +66,8 @@ def check(
     Sections: connectivity (Grist when configured, Postgres + pgvector, the graph,
     the embedding model; the LLM with --llm), data-model lint (needs --data-model
     and --data, or the Grist document ids), consistency (staging vs graph vs vectors,
-    the embedding model in use), smoke (--ask/--expect). Exit code 1 when any error
+    the embedding model in use), smoke (--ask/--expect, or --eval-sample N golden
+    questions). Exit code 1 when any error
     is found (or any warning, with --strict); each problem has a stable code such as
     lint.undescribed-column.
 
@@ -62,6 +80,8 @@ def check(
         vedana check --only consistency --json
 
         vedana check --ask "Who likes quokkas?" --expect "Ada Okafor"
+
+        vedana check --eval-sample 3 --golden samples/people/golden.csv
     """
     from vedana.cli.output import print_json
     from vedana.config import get_settings
@@ -72,6 +92,12 @@ def check(
             raise typer.BadParameter(f"use one of {', '.join(SECTION_NAMES)}", param_hint="--only")
     if expect is not None and ask is None:
         raise typer.BadParameter('needs a question: --ask "question" --expect "text"', param_hint="--expect")
+    if eval_sample is not None and ask is not None:
+        raise typer.BadParameter("use --ask or --eval-sample, not both", param_hint="--eval-sample")
+    # A golden sample replaces the one-question smoke section; the other sections run as usual.
+    sample = eval_sample is not None and (not only or "smoke" in only)
+    if sample:
+        only = [name for name in (only or SECTION_NAMES) if name != "smoke"]
     report = run_check(
         get_settings(),
         data_model=data_model,
@@ -81,8 +107,13 @@ def check(
         ask=ask,
         expect=expect,
         strict=strict,
-        only=only or None,
+        only=only if sample else only or None,
     )
+    if sample and eval_sample is not None:
+        from vedana.eval.sample import eval_smoke
+
+        report.sections["smoke"] = eval_smoke(get_settings(), eval_sample, golden, csv_export=csv)
+        report.seconds += report.sections["smoke"].seconds
     if json_:
         print_json(report.to_dict())
     elif sys.stdout.isatty():

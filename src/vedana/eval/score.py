@@ -1,10 +1,11 @@
 """Scoring an answer against the golden one.
 
 Exact, no LLM: the golden answer is split into items (lists by comma, semicolon, "and" or
-newline; numbers; ids), each looked for in the answer case-, whitespace- and
-punctuation-insensitively, numbers compared as numbers → recall; the answer's own items that
-match a golden one → precision. Whether retrieval touched what `question_context` names, from
-the trace. The judge: a model's verdict with a rating and a comment, as structured output.
+newline; numbers; ids), each looked for in the answer case-, accent-, whitespace- and
+punctuation-insensitively, numbers compared as numbers (1,422 = 1422.0; "twelve" = 12) →
+recall; the answer's own items that carry a golden one → precision. Whether retrieval touched
+what `question_context` names, from the trace. The judge: a model's verdict with a rating and a
+comment, as structured output.
 """
 
 from __future__ import annotations
@@ -18,37 +19,91 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from vedana.agent.llm import LLM
 
-_SPLIT = re.compile(r"\s*(?:[,;\n]|\band\b|\bи\b)\s*", re.IGNORECASE)
-_NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)?")
+# A comma between two digits belongs to a number (1,422), not to a list.
+_SPLIT = re.compile(r"\s*(?:;|\n|(?<!\d),|,(?!\d)|\band\b|\bи\b)\s*", re.IGNORECASE)
+# Not part of an id (person:0042) or of a longer number; thousands separators before decimals.
+_NUMBER = re.compile(r"(?<![\w:.,])-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?)(?![\w:]|[.,]\d)")
 _NOT_WORD = re.compile(r"[^\w:]+")
+_EDGE_PUNCTUATION = " \t.,;:!?\"'()[]{}«»“”‘’"
+# Small counts are often written out ("twelve people"); compared as numbers too.
+_NUMBER_WORDS = {
+    word: float(n)
+    for n, word in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+}
 
 
 def _normal(text: str) -> str:
-    """Lower case, accents kept, punctuation and repeated blanks gone (ids like person:0042 stay)."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(_NOT_WORD.sub(" ", folded).split())
+    """Case, accents, punctuation and repeated blanks gone (ids like person:0042 stay whole)."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(_NOT_WORD.sub(" ", plain).split())
 
 
-def items(text: str) -> list[str]:
-    """The items of a list-like answer: "Ada, Bo and Cy" → ["ada", "bo", "cy"]."""
-    found = [_normal(part) for part in _SPLIT.split(text or "")]
-    return list(dict.fromkeys(item for item in found if item))
+def _number(text: str) -> float | None:
+    """The value of an item that is only a number ("1,422", "3.5", "12."), else None."""
+    raw = text.strip(_EDGE_PUNCTUATION)
+    match = _NUMBER.fullmatch(raw)
+    if match is None:
+        return _NUMBER_WORDS.get(_normal(raw))
+    return _to_float(match.group())
 
 
-def _as_number(item: str) -> float | None:
-    match = _NUMBER.fullmatch(item.replace(" ", ""))
-    return float(match.group().replace(",", ".")) if match else None
+def _to_float(token: str) -> float:
+    if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", token):
+        return float(token.replace(",", ""))
+    return float(token.replace(",", "."))
 
 
 def _numbers_in(text: str) -> set[float]:
-    return {float(n.replace(",", ".")) for n in _NUMBER.findall(text)}
+    found = {_to_float(n) for n in _NUMBER.findall(text)}
+    found.update(_NUMBER_WORDS[w] for w in _normal(text).split() if w in _NUMBER_WORDS)
+    return found
 
 
-def _found(item: str, answer_normal: str, answer_numbers: set[float]) -> bool:
-    number = _as_number(item)
-    if number is not None:
-        return number in answer_numbers
-    return re.search(rf"(?<!\w){re.escape(item)}(?!\w)", answer_normal) is not None
+@dataclass(frozen=True)
+class Item:
+    text: str  # normalised
+    number: float | None  # set when the item is a number
+    shown: str  # as written, for reports
+
+    def found_in(self, normal: str, numbers: set[float]) -> bool:
+        if self.number is not None:
+            return self.number in numbers
+        return re.search(rf"(?<!\w){re.escape(self.text)}(?!\w)", normal) is not None
+
+
+def items(text: str) -> list[Item]:
+    """The items of a list-like answer: "Ada, Bo and Cy" → ada, bo, cy; "1,422" stays one number."""
+    found: dict[str, Item] = {}
+    for part in _SPLIT.split(text or ""):
+        normal = _normal(part)
+        if normal and normal not in found:
+            found[normal] = Item(normal, _number(part), part.strip(_EDGE_PUNCTUATION))
+    return list(found.values())
 
 
 @dataclass(frozen=True)
@@ -61,26 +116,39 @@ class ItemScore:
 
 
 def item_scores(golden: str, answer: str) -> ItemScore:
+    """Recall: golden items found in the answer. Precision: the answer's items that carry a
+    golden item (a name, a number) or appear in the golden answer; 0 for an empty answer."""
     wanted = items(golden)
     normal, numbers = _normal(answer), _numbers_in(answer)
-    found = [i for i in wanted if _found(i, normal, numbers)]
-    missing = [i for i in wanted if i not in found]
+    found = [i for i in wanted if i.found_in(normal, numbers)]
     recall = len(found) / len(wanted) if wanted else 1.0
     golden_normal, golden_numbers = _normal(golden), _numbers_in(golden)
     given = items(answer)
-    matched = [i for i in given if _found(i, golden_normal, golden_numbers) or any(w in i for w in found)]
+    matched = [
+        g
+        for g in given
+        if g.found_in(golden_normal, golden_numbers)
+        or any(w.found_in(g.text, _numbers_in(g.text)) for w in found)
+    ]
     precision = len(matched) / len(given) if given else 0.0
-    return ItemScore(round(recall, 4), round(precision, 4), len(wanted), found, missing)
+    return ItemScore(
+        recall=round(recall, 4),
+        precision=round(precision, 4),
+        golden_items=len(wanted),
+        found=[i.shown for i in found],
+        missing=[i.shown for i in wanted if i not in found],
+    )
 
 
 def context_touched(context: str, trace: dict[str, Any], sources: list[dict[str, Any]]) -> bool | None:
-    """Did the tools reach what `question_context` names (ids or values)? None when it names nothing."""
+    """Did the tools reach what `question_context` names (ids or values)? None when it names
+    nothing. Looked for in the tool calls (queries, hits) and in every node they returned."""
     wanted = items(context)
     if not wanted:
         return None
     seen = json.dumps([trace.get("tool_calls", []), sources], ensure_ascii=False, default=str)
-    normal = _normal(seen)
-    return all(_found(i, normal, _numbers_in(seen)) for i in wanted)
+    normal, numbers = _normal(seen), _numbers_in(seen)
+    return all(i.found_in(normal, numbers) for i in wanted)
 
 
 JUDGE_TEMPLATE = """You grade an assistant's answer to a question about a knowledge base against the expected answer.

@@ -28,15 +28,15 @@ def start_run(engine: Engine, golden: str, config: dict[str, Any], selection: di
 
 
 def finish_run(engine: Engine, run_id: int, status: str) -> None:
+    """Set the run's status (done, interrupted, or running again when resumed)."""
     from sqlalchemy import func
 
     from vedana.stores import tables as t
 
+    finished = None if status == "running" else func.now()
     with engine.begin() as conn:
         conn.execute(
-            t.eval_runs.update()
-            .where(t.eval_runs.c.id == run_id)
-            .values(status=status, finished_at=func.now())
+            t.eval_runs.update().where(t.eval_runs.c.id == run_id).values(status=status, finished_at=finished)
         )
 
 
@@ -100,8 +100,9 @@ def list_runs(engine: Engine, limit: int = 20) -> list[dict[str, Any]]:
         return [dict(row) for row in conn.execute(query).mappings()]
 
 
-def latest_run_id(engine: Engine, *, before: int | None = None) -> int | None:
-    """The newest finished run (older than `before` when given)."""
+def latest_run_id(engine: Engine, *, before: int | None = None, golden: str | None = None) -> int | None:
+    """The newest run that is not running (older than `before` when given); with `golden`, the
+    newest on that golden set if there is one, else the newest on any."""
     from sqlalchemy import func, select
 
     from vedana.stores import tables as t
@@ -110,5 +111,7 @@ def latest_run_id(engine: Engine, *, before: int | None = None) -> int | None:
     if before is not None:
         query = query.where(t.eval_runs.c.id < before)
     with engine.connect() as conn:
-        value = conn.execute(query).scalar()
+        value = conn.execute(query.where(t.eval_runs.c.golden == golden)).scalar() if golden else None
+        if value is None:
+            value = conn.execute(query).scalar()
     return None if value is None else int(value)
