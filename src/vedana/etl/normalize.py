@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from vedana.datamodel import Anchor, Attribute, DataModel, Link
 from vedana.datamodel.dtypes import CastError, canonical_dtype, cast_value, is_empty, number_text
@@ -54,15 +54,14 @@ LINK_PREFIX = "Link_"
 FROM, TO, LABEL = "from_node_id", "to_node_id", "edge_label"
 
 
-@dataclass(frozen=True, slots=True)
-class NodeRow:
+# Tuples (a sync makes one per staging row and hands its fields straight to COPY), with names.
+class NodeRow(NamedTuple):
     node_type: str
     node_id: str
     attributes: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class EdgeRow:
+class EdgeRow(NamedTuple):
     edge_label: str
     from_node_type: str
     from_node_id: str

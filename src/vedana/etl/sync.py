@@ -8,7 +8,8 @@ One run = one Postgres transaction under the writer lock, logged in the run log:
 2. read the Data Model document, store it if it differs from the stored one;
 3. unless `data_model_only`: plan the data document's tables, stream every `Anchor_*` table
    into nodes, then `Link_*` tables and link columns into edges (`vedana.etl.normalize`), and
-   write the difference to staging (`vedana.etl.staging_write`);
+   write them to staging (`vedana.stores.staging_write`: straight in on a first sync, else the
+   difference);
 4. store the action hashes and commit.
 
 Any error rolls the whole transaction back: staging stays as the previous sync left it.
@@ -23,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from vedana.datamodel.read import read_data_model
 from vedana.errors import SourceError
-from vedana.etl.normalize import Normalizer, note_missing_attribute_columns, plan_tables
+from vedana.etl.normalize import Normalizer, TablePlan, note_missing_attribute_columns, plan_tables
 from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
 from vedana.sources import Source, open_source
+from vedana.stores.staging_write import StagingWriter
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -172,7 +174,6 @@ def _sync_into(
     report: SyncReport,
     progress: ProgressCallback,
 ) -> None:
-    from vedana.etl.staging_write import StagingWriter
     from vedana.stores.staging import load_data_model, save_data_model
 
     progress("data model", 0, None)
@@ -202,30 +203,10 @@ def _sync_into(
 
     normalizer = Normalizer(dm, report)
     normalizer.prepare(plan)
-    writer = StagingWriter(conn)
-    for anchor, table in plan.anchors:
-        stats = report.node(anchor.noun)
-        progress(table.name, 0, table.row_count)
-        for node in normalizer.nodes(anchor, table):
-            writer.add_node(node)
-            if stats.read % _PROGRESS_EVERY == 0:
-                progress(table.name, stats.read, table.row_count)
-        progress(table.name, stats.read, table.row_count or stats.read)
-    for table, candidates in plan.links:
-        done = 0
-        progress(table.name, 0, table.row_count)
-        for edge in normalizer.link_table_edges(table, candidates):
-            writer.add_edge(edge)
-            done += 1
-            if done % _PROGRESS_EVERY == 0:
-                progress(table.name, done, table.row_count)
-        progress(table.name, done, table.row_count or done)
-    for edge in normalizer.foreign_key_edges():
-        writer.add_edge(edge)
-    normalizer.finish()
-
-    progress("write staging", 0, 1)
-    result = writer.apply()
+    with StagingWriter(conn) as writer:
+        _stream(plan, normalizer, writer, report, progress)
+        progress("write staging", 0, 1)
+        result = writer.apply()
     for noun, counts in result.nodes.items():
         _apply_counts(report.node(noun), counts)
     for sentence, counts in result.edges.items():
@@ -235,6 +216,37 @@ def _sync_into(
             stats.skipped[DUPLICATE_EDGE] += counts.duplicates
     report.version = result.version
     progress("write staging", 1, 1)
+
+
+def _stream(
+    plan: TablePlan,
+    normalizer: Normalizer,
+    writer: StagingWriter,
+    report: SyncReport,
+    progress: ProgressCallback,
+) -> None:
+    """Every node, then every edge, from the planned tables into the writer's open COPYs."""
+    add_node, add_edge = writer.add_node, writer.add_edge
+    for anchor, table in plan.anchors:
+        stats = report.node(anchor.noun)
+        progress(table.name, 0, table.row_count)
+        for node in normalizer.nodes(anchor, table):
+            add_node(*node)
+            if stats.read % _PROGRESS_EVERY == 0:
+                progress(table.name, stats.read, table.row_count)
+        progress(table.name, stats.read, table.row_count or stats.read)
+    for table, candidates in plan.links:
+        done = 0
+        progress(table.name, 0, table.row_count)
+        for edge in normalizer.link_table_edges(table, candidates):
+            add_edge(*edge)
+            done += 1
+            if done % _PROGRESS_EVERY == 0:
+                progress(table.name, done, table.row_count)
+        progress(table.name, done, table.row_count or done)
+    for edge in normalizer.foreign_key_edges():
+        add_edge(*edge)
+    normalizer.finish()
 
 
 def _apply_counts(stats: TypeReport, counts: Any) -> None:

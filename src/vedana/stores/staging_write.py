@@ -1,0 +1,328 @@
+"""Writing one sync's nodes and edges into the staging tables.
+
+Rows stream to Postgres through COPY while the sync is still normalising the next ones: each
+COPY stays open for the whole stream and psycopg's queued writer sends the data from its own
+thread, so Python's work, the socket and Postgres' ingest overlap (two cores, both busy).
+
+Two ways in, both inside the caller's transaction (a failure anywhere leaves staging as it was):
+
+- **First sync** (staging holds no row at all, not even a tombstone): the rows are COPYed straight
+  into `nodes` / `edges` with versions numbered here from a block reserved on
+  `staging_version_seq`. Nothing can be "changed" or "deleted", so no diff is needed; this is
+  the engine's own bulk-load speed. Duplicate edges (the same key twice) must still collapse to
+  the first one streamed: a 64-bit hash per key finds repeats; a repeat goes to a temp table
+  instead, and at the end only the repeats whose key really is absent (a hash collision, not a
+  duplicate) are inserted, first one streamed first, so the result is exact.
+- **Later syncs**: the rows stream into transaction-temporary tables and the difference is applied
+  by one set-based statement per table (hash joins on the primary keys comparing `row_hash`): new
+  or changed rows are upserted with a fresh `version`, rows the source no longer has are
+  tombstoned (`deleted = true`, new `version`), unchanged rows are not touched (see
+  docs/architecture.md, staging contract).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from psycopg import Copy, Cursor
+    from sqlalchemy import Connection
+
+_EDGE_KEY = "edge_label, from_node_type, from_node_id, to_node_type, to_node_id"
+_NODE_COLUMNS = "node_type, node_id, attributes, row_hash"
+_EDGE_COLUMNS = f"{_EDGE_KEY}, attributes, row_hash"
+
+
+@dataclass
+class Counts:
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    duplicates: int = 0
+
+
+@dataclass
+class WriteResult:
+    nodes: dict[str, Counts] = field(default_factory=lambda: defaultdict(Counts))
+    edges: dict[str, Counts] = field(default_factory=lambda: defaultdict(Counts))
+    version: int | None = None
+    first_sync: bool = False  # rows went straight in: staging held nothing before
+
+
+_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def attributes_json(attributes: dict[str, Any]) -> str:
+    """Canonical JSON (sorted keys): equal attributes give equal text and so equal hashes."""
+    return _ENCODER.encode(attributes) if attributes else "{}"
+
+
+def row_hash(attributes_text: str) -> str:
+    if attributes_text == "{}":
+        return _EMPTY_HASH
+    return hashlib.blake2b(attributes_text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+_EMPTY_HASH = hashlib.blake2b(b"{}", digest_size=16).hexdigest()
+
+# 64 bits per edge key to spot repeats on a first sync: a collision only sends a row the slow,
+# exact way (see `_INSERT_REPEATS`). A name of its own so a test can force collisions.
+_key_hash = hash
+
+
+class StagingWriter:
+    """`with StagingWriter(conn) as writer:` add every node, then every edge, then `apply()`.
+
+    Nodes must all come before the first edge (each kind is one open COPY)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._cursor: Cursor[Any] | None = None
+        self._copy_context: AbstractContextManager[Copy] | None = None
+        self._copy: Copy | None = None
+        self._copying: str | None = None
+        self._last_attributes: dict[str, Any] | None = None
+        self._last_text, self._last_hash = "{}", _EMPTY_HASH
+        run = conn.exec_driver_sql
+        empty = run("SELECT NOT EXISTS (SELECT FROM nodes) AND NOT EXISTS (SELECT FROM edges)").scalar()
+        self.first_sync = bool(empty)
+        # First sync: rows are numbered here, from a value the sequence gave us; `apply` moves the
+        # sequence past the last one used.
+        self._next_version = int(run("SELECT nextval('staging_version_seq')").scalar_one())
+        self._first_version = self._next_version
+        self._new_nodes: Counter[str] = Counter()
+        self._new_edges: Counter[str] = Counter()
+        self._seen_edges: set[int] = set()
+        self._repeat_rows: list[tuple[str, ...]] = []
+        edge_table = "_sync_repeats" if self.first_sync else "_sync_edges"
+        run(
+            f"CREATE TEMP TABLE {edge_table} (seq bigserial, edge_label text, from_node_type text,"
+            " from_node_id text, to_node_type text, to_node_id text, attributes text, row_hash text)"
+            " ON COMMIT DROP"
+        )
+        if not self.first_sync:
+            run(
+                "CREATE TEMP TABLE _sync_nodes (node_type text, node_id text, attributes text,"
+                " row_hash text) ON COMMIT DROP"
+            )
+
+    def __enter__(self) -> StagingWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> None:
+        # On an error the open COPY is aborted with it; the caller's transaction rolls back.
+        self._close_copy(kind, error, tb)
+
+    # --- streaming ----------------------------------------------------------------------------
+
+    def _open(self, kind: str) -> Copy:
+        self._close_copy()
+        from psycopg.copy import QueuedLibpqWriter
+
+        driver = self.conn.connection.driver_connection  # the psycopg connection, same transaction
+        assert driver is not None
+        if self.first_sync:
+            table = kind
+            columns = (_NODE_COLUMNS if kind == "nodes" else _EDGE_COLUMNS) + ", version"
+        else:
+            table = f"_sync_{kind}"
+            columns = _NODE_COLUMNS if kind == "nodes" else _EDGE_COLUMNS
+        self._cursor = driver.cursor()
+        self._copy_context = self._cursor.copy(
+            f"COPY {table} ({columns}) FROM STDIN", writer=QueuedLibpqWriter(self._cursor)
+        )
+        self._copy = self._copy_context.__enter__()
+        self._copying = kind
+        return self._copy
+
+    def _close_copy(
+        self, kind: type[BaseException] | None = None, error: BaseException | None = None, tb: Any = None
+    ) -> None:
+        context, cursor = self._copy_context, self._cursor
+        self._copy_context = self._copy = self._cursor = self._copying = None
+        try:
+            if context is not None:
+                context.__exit__(kind, error, tb)
+        finally:
+            if cursor is not None:
+                cursor.close()
+
+    def add_node(self, node_type: str, node_id: str, attributes: dict[str, Any]) -> None:
+        copy = self._copy if self._copying == "nodes" else self._open("nodes")
+        assert copy is not None
+        text = _ENCODER.encode(attributes) if attributes else "{}"
+        digest = row_hash(text)
+        if self.first_sync:
+            copy.write_row((node_type, node_id, text, digest, self._next_version))
+            self._next_version += 1
+            self._new_nodes[node_type] += 1
+        else:
+            copy.write_row((node_type, node_id, text, digest))
+
+    def add_edge(
+        self,
+        edge_label: str,
+        from_node_type: str,
+        from_node_id: str,
+        to_node_type: str,
+        to_node_id: str,
+        attributes: dict[str, Any],
+    ) -> None:
+        copy = self._copy if self._copying == "edges" else self._open("edges")
+        assert copy is not None
+        # An undirected edge comes twice in a row with the same attributes: encode them once.
+        if attributes is not self._last_attributes:
+            self._last_attributes = attributes
+            self._last_text = _ENCODER.encode(attributes) if attributes else "{}"
+            self._last_hash = row_hash(self._last_text)
+        row = (
+            edge_label,
+            from_node_type,
+            from_node_id,
+            to_node_type,
+            to_node_id,
+            self._last_text,
+            self._last_hash,
+        )
+        if not self.first_sync:
+            copy.write_row(row)
+            return
+        key = _key_hash(row[:5])
+        if key in self._seen_edges:
+            self._repeat_rows.append(row)  # a duplicate, or (rarely) another key with the same hash
+            return
+        self._seen_edges.add(key)
+        copy.write_row((*row, self._next_version))
+        self._next_version += 1
+        self._new_edges[edge_label] += 1
+
+    # --- applying -----------------------------------------------------------------------------
+
+    def apply(self) -> WriteResult:
+        """Finish the streams and write what they mean; returns the counts per type."""
+        self._close_copy()
+        result = WriteResult(first_sync=self.first_sync)
+        if self.first_sync:
+            self._apply_first(result)
+        else:
+            self._apply_diff(result)
+        result.version = self.conn.exec_driver_sql(
+            "SELECT greatest((SELECT max(version) FROM nodes), (SELECT max(version) FROM edges))"
+        ).scalar()
+        return result
+
+    def _apply_first(self, result: WriteResult) -> None:
+        run = self.conn.exec_driver_sql
+        self._seen_edges.clear()
+        for kind, count in self._new_nodes.items():
+            result.nodes[kind] = Counts(new=count)
+        for label, count in self._new_edges.items():
+            result.edges[label] = Counts(new=count)
+        if self._repeat_rows:
+            driver = self.conn.connection.driver_connection
+            assert driver is not None
+            with (
+                driver.cursor() as cursor,
+                cursor.copy(f"COPY _sync_repeats ({_EDGE_COLUMNS}) FROM STDIN") as copy,
+            ):
+                for row in self._repeat_rows:
+                    copy.write_row(row)
+            self._repeat_rows.clear()
+            for label, inserted, streamed in run(_INSERT_REPEATS, (self._next_version,)):
+                counts = result.edges[label]
+                counts.new += inserted
+                counts.duplicates += streamed - inserted
+                self._next_version += inserted
+        # Versions up to here are taken: the next writer continues after them.
+        run("SELECT setval('staging_version_seq', %s)", (max(self._next_version - 1, self._first_version),))
+
+    def _apply_diff(self, result: WriteResult) -> None:
+        run = self.conn.exec_driver_sql
+        # The incoming side holds every row of the source: hash joins beat index probes (which
+        # the planner, without statistics on the temp tables, would pick), and a little more
+        # memory keeps them from spilling to disk.
+        run("SET LOCAL enable_nestloop = off")
+        run("SET LOCAL work_mem = '64MB'")
+        for kind, new, updated, unchanged, deleted in run(_DIFF_NODES):
+            result.nodes[kind] = Counts(new=new, updated=updated, unchanged=unchanged, deleted=deleted)
+        for label, new, updated, unchanged, deleted in run(_DIFF_EDGES):
+            result.edges[label] = Counts(new=new, updated=updated, unchanged=unchanged, deleted=deleted)
+        for label, streamed in run("SELECT edge_label, count(*) FROM _sync_edges GROUP BY edge_label"):
+            counts = result.edges[label]
+            counts.duplicates = streamed - (counts.new + counts.updated + counts.unchanged)
+
+
+# A repeat whose key is already in `edges` is a duplicate of a row streamed before it; the others
+# (hash collisions) go in, the first streamed of each key winning, numbered after the COPYed rows.
+_INSERT_REPEATS = f"""
+WITH firsts AS (
+    SELECT DISTINCT ON ({_EDGE_KEY}) r.*
+    FROM _sync_repeats r
+    WHERE NOT EXISTS (
+        SELECT FROM edges e WHERE (e.edge_label, e.from_node_type, e.from_node_id, e.to_node_type,
+        e.to_node_id) = (r.edge_label, r.from_node_type, r.from_node_id, r.to_node_type, r.to_node_id))
+    ORDER BY {_EDGE_KEY}, seq
+), written AS (
+    INSERT INTO edges ({_EDGE_COLUMNS}, version)
+    SELECT {_EDGE_KEY}, attributes::jsonb, row_hash,
+           %s + row_number() OVER (ORDER BY seq) - 1
+    FROM firsts
+    RETURNING edge_label
+)
+SELECT r.edge_label, coalesce(w.inserted, 0), r.streamed
+FROM (SELECT edge_label, count(*) AS streamed FROM _sync_repeats GROUP BY edge_label) r
+LEFT JOIN (SELECT edge_label, count(*) AS inserted FROM written GROUP BY edge_label) w USING (edge_label)
+"""
+
+
+def _diff_sql(table: str, key: list[str], incoming: str) -> str:
+    """One statement per table. A full join of the incoming rows with the live staging rows (on
+    the primary key, one hash join) gives every row's fate: new or changed rows are upserted with
+    a fresh version, live rows the source no longer has are tombstoned (found again by `ctid`),
+    unchanged rows are left alone. The counts come from the same snapshot."""
+    label = key[0]
+    match = " AND ".join(f"t.{k} = s.{k}" for k in key)
+    columns = ", ".join(key)
+    return f"""
+WITH diff AS (
+    SELECT coalesce(s.{label}, t.{label}) AS {label}, {", ".join(f"s.{k} AS s_{k}" for k in key)},
+           s.attributes, s.row_hash, t.row_hash AS old_hash, t.deleted AS was_deleted,
+           t.ctid AS old_ctid, s.{key[-1]} IS NULL AS gone
+    FROM ({incoming}) s
+    FULL JOIN (SELECT ctid, * FROM {table}) t ON {match}
+    WHERE s.{key[-1]} IS NOT NULL OR NOT t.deleted
+), written AS (
+    INSERT INTO {table} ({columns}, attributes, row_hash, deleted, version, updated_at)
+    SELECT {", ".join(f"s_{k}" for k in key)}, attributes::jsonb, row_hash, false,
+           nextval('staging_version_seq'), now()
+    FROM diff
+    WHERE NOT gone AND (old_hash IS NULL OR was_deleted OR old_hash <> row_hash)
+    ON CONFLICT ({columns}) DO UPDATE SET
+        attributes = EXCLUDED.attributes, row_hash = EXCLUDED.row_hash, deleted = false,
+        version = EXCLUDED.version, updated_at = EXCLUDED.updated_at
+), tombstoned AS (
+    UPDATE {table} SET deleted = true, version = nextval('staging_version_seq'), updated_at = now()
+    WHERE ctid = ANY (ARRAY(SELECT old_ctid FROM diff WHERE gone))
+)
+SELECT {label},
+       count(*) FILTER (WHERE NOT gone AND (old_hash IS NULL OR was_deleted)),
+       count(*) FILTER (WHERE NOT gone AND NOT was_deleted AND old_hash <> row_hash),
+       count(*) FILTER (WHERE NOT gone AND NOT was_deleted AND old_hash = row_hash),
+       count(*) FILTER (WHERE gone)
+FROM diff GROUP BY {label}
+"""
+
+
+_DIFF_NODES = _diff_sql("nodes", ["node_type", "node_id"], "SELECT * FROM _sync_nodes")
+# Duplicate edges collapse to the first one streamed (lowest seq), found by hashing, not sorting.
+_DIFF_EDGES = _diff_sql(
+    "edges",
+    [c.strip() for c in _EDGE_KEY.split(",")],
+    f"SELECT * FROM _sync_edges WHERE seq IN (SELECT min(seq) FROM _sync_edges GROUP BY {_EDGE_KEY})",
+)
