@@ -52,6 +52,8 @@ def canonical_dtype(text: Any) -> str | None:
 
 
 def is_empty(value: Any) -> bool:
+    if value.__class__ is str:  # most cells: skip the isinstance chain
+        return not value.strip()
     if value is None:
         return True
     if isinstance(value, str):
@@ -69,6 +71,8 @@ def number_text(value: float | int) -> str:
 
 
 def as_text(value: Any) -> str:
+    if value.__class__ is str:
+        return value
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -110,6 +114,11 @@ def cast_value(value: Any, dtype: str) -> Any:
 
 
 def _to_int(value: Any) -> int:
+    if value.__class__ is str:
+        try:  # "27": the common case, exact, without a detour through float
+            return int(value)
+        except ValueError:
+            pass  # "27.0", "1e3", "abc": decided below
     if isinstance(value, bool):
         raise CastError("a boolean is not an int")
     if isinstance(value, int):

@@ -146,6 +146,11 @@ class _Endpoint:
     node_id: str | None
 
 
+def _fits(end: _Endpoint, noun: str, ids: set[str] | tuple[()]) -> bool:
+    """Can this end be a node of `noun` (a reference to another table cannot)?"""
+    return (end.noun is None or end.noun == noun) and end.node_id in ids
+
+
 def _blank(cells: dict[str, Any]) -> bool:
     return all(_cell_empty(v) for k, v in cells.items() if not is_helper_column(k))
 
@@ -374,13 +379,11 @@ class Normalizer:
         return _Endpoint(None, text) if text else None
 
     def _orient(self, link: Link, src: _Endpoint, dst: _Endpoint) -> tuple[str, str, str, str] | None:
-        def fits(end: _Endpoint, noun: str) -> bool:
-            return (end.noun is None or end.noun == noun) and end.node_id in self.ids.get(noun, ())
-
         a1, a2 = link.anchor1, link.anchor2
-        if fits(src, a1) and fits(dst, a2):
+        ids1, ids2 = self.ids.get(a1, ()), self.ids.get(a2, ())
+        if _fits(src, a1, ids1) and _fits(dst, a2, ids2):
             return a1, src.node_id or "", a2, dst.node_id or ""
-        if fits(src, a2) and fits(dst, a1):
+        if _fits(src, a2, ids2) and _fits(dst, a1, ids1):
             return a1, dst.node_id or "", a2, src.node_id or ""
         return None
 
