@@ -2,7 +2,11 @@
 grist-core does (the shapes in DESIGN §4): tables, columns (incl. `hidden=true`), records
 (`["L", …]` lists, errors as `null` + `errors` or as `["E", …]`), `/sql` (GET `q=` or POST
 `{"sql", "args"}`, run on the document's real SQLite form, blobs as `{"type": "Buffer"}`),
-the CSV export, `/states`, and the real error bodies for 401/403/404.
+the CSV export, `/states` with a history of the document's contents and `/compare` between
+two of them (Grist's action summary: rows added/updated/removed per table, tables and columns
+added or removed, column metadata changes), and the real error bodies for 401/403/404.
+
+`rows_served` counts the data rows `/sql` answered with, per table: what a sync downloaded.
 
 Failures can be injected per request path: an HTTP status, a dropped connection, or a body cut
 off halfway. Every request is logged in `requests` as "METHOD path?query".
@@ -10,11 +14,13 @@ off halfway. Every request is logged in `requests` as "METHOD path?query".
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import socket
 import sqlite3
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -38,6 +44,9 @@ class FakeGrist:
         self.docs = {d.doc_id: d for d in docs}
         self.api_key = api_key
         self.requests: list[str] = []
+        self.rows_served: Counter[str] = Counter()
+        # Per document, its states oldest first: (hash, a snapshot of the content then).
+        self.history: dict[str, list[tuple[str, Doc]]] = {}
         self.failures: list[Failure] = []
         self._sqlite: dict[str, tuple[str, sqlite3.Connection]] = {}
         self._lock = threading.Lock()
@@ -54,6 +63,25 @@ class FakeGrist:
     def put(self, doc: Doc) -> None:
         with self._lock:
             self.docs[doc.doc_id] = doc
+
+    def forget_history(self, doc_id: str) -> None:
+        """Keep only the latest state, as a server that truncated its action history would."""
+        with self._lock:
+            self.history[doc_id] = self.history.get(doc_id, [])[-1:]
+
+    def states(self, doc: Doc) -> list[str]:
+        """The document's state hashes, newest first; a new state whenever the content changed."""
+        key = doc.content_key()
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        with self._lock:
+            history = self.history.setdefault(doc.doc_id, [])
+            if not history or history[-1][0] != digest:
+                history.append((digest, copy.deepcopy(doc)))
+            return [h for h, _ in reversed(history)] + ["0" * 64]
+
+    def snapshot(self, doc_id: str, state: str) -> Doc | None:
+        with self._lock:
+            return next((d for h, d in self.history.get(doc_id, []) if h == state), None)
 
     def fail(self, match: str, **kwargs: Any) -> Failure:
         failure = Failure(match, **kwargs)
@@ -173,8 +201,11 @@ def _handler(grist: FakeGrist) -> type[BaseHTTPRequestHandler]:
                 ]
                 return self._json(200, {"tables": tables}, cut)
             if rest == ["states"]:
-                digest = hashlib.sha256(doc.content_key().encode()).hexdigest()
-                return self._json(200, {"states": [{"n": 2, "h": digest}, {"n": 1, "h": "0" * 64}]}, cut)
+                hashes = grist.states(doc)
+                states = [{"n": len(hashes) - i, "h": h} for i, h in enumerate(hashes)]
+                return self._json(200, {"states": states}, cut)
+            if rest == ["compare"]:
+                return self._compare(doc, query.get("left", "HEAD"), query.get("right", "HEAD"), cut)
             if rest == ["sql"]:
                 if method == "POST":
                     payload = json.loads(raw_body or b"{}")
@@ -217,6 +248,29 @@ def _handler(grist: FakeGrist) -> type[BaseHTTPRequestHandler]:
                 out.append({"id": col_id, "fields": fields})
             return out
 
+        def _compare(self, doc: Doc, left: str, right: str, cut: bool) -> None:
+            hashes = grist.states(doc)
+            if right != "HEAD" or (left != "HEAD" and left not in hashes):
+                # What grist-core answers for a hash it no longer has (an Error in HashUtil).
+                return self._json(500, {"error": "Cannot read hash"})
+            head = hashes[0]
+            old = doc if left == "HEAD" else grist.snapshot(doc.doc_id, left)
+            if old is None:
+                return self._json(500, {"error": "Cannot read hash"})
+            n = {h: len(hashes) - i for i, h in enumerate(hashes)}
+            left_state = {"n": n[head if left == "HEAD" else left], "h": head if left == "HEAD" else left}
+            answer = {
+                "left": left_state,
+                "right": {"n": n[head], "h": head},
+                "parent": left_state,
+                "summary": "same" if left_state["h"] == head else "right",
+                "details": {
+                    "leftChanges": {"tableRenames": [], "tableDeltas": {}},
+                    "rightChanges": _compare_docs(old, doc),
+                },
+            }
+            return self._json(200, answer, cut)
+
         def _sql(self, doc: Doc, sql: str, args: list[Any], cut: bool) -> None:
             if not sql.lstrip().lower().startswith("select"):
                 return self._json(400, {"error": "Only select statements are supported"})
@@ -229,9 +283,49 @@ def _handler(grist: FakeGrist) -> type[BaseHTTPRequestHandler]:
             except sqlite3.Error as exc:
                 return self._json(400, {"error": f"SQLITE_ERROR: {exc}"})
             records = [{"fields": {n: _buffer(v) for n, v in zip(names, row, strict=True)}} for row in rows]
+            table = next((t.id for t in doc.tables if f'"{t.id}"' in sql or f" {t.id} " in sql), "?")
+            if "count(" not in sql.lower():
+                grist.rows_served[table] += len(records)
             return self._json(200, {"statement": sql, "records": records}, cut)
 
     return Handler
+
+
+def _compare_docs(old: Doc, new: Doc) -> dict[str, Any]:
+    """Grist's ActionSummary of the net change from `old` to `new` (ids in full, no values)."""
+    old_ids, new_ids = {t.id for t in old.tables}, {t.id for t in new.tables}
+    renames = [[t, None] for t in sorted(old_ids - new_ids)] + [[None, t] for t in sorted(new_ids - old_ids)]
+    deltas: dict[str, Any] = {}
+    changed_columns: list[int] = []
+    for table in new.tables:
+        before = old.table(table.id)
+        if before is None:
+            continue
+        old_cols = {c.id: c.__dict__ for c in before.columns}
+        new_cols = {c.id: c.__dict__ for c in table.columns}
+        column_renames = [[c, None] for c in old_cols.keys() - new_cols.keys()]
+        column_renames += [[None, c] for c in new_cols.keys() - old_cols.keys()]
+        changed_columns += [
+            i for i, c in enumerate(table.columns, 1) if old_cols.get(c.id, new_cols[c.id]) != new_cols[c.id]
+        ]
+        # Compare rows as the API shows them, display helpers included: a referenced row's new
+        # display value is a (formula) update of the referencing rows, as in Grist.
+        old_rows = {r["id"]: r for r in api_records(old, before, hidden=True)}
+        new_rows = {r["id"]: r for r in api_records(new, table, hidden=True)}
+        delta = {
+            "addRows": sorted(new_rows.keys() - old_rows.keys()),
+            "removeRows": sorted(old_rows.keys() - new_rows.keys()),
+            "updateRows": sorted(i for i in new_rows.keys() & old_rows.keys() if new_rows[i] != old_rows[i]),
+            "columnRenames": column_renames,
+            "columnDeltas": {},
+        }
+        if any(delta[k] for k in ("addRows", "removeRows", "updateRows", "columnRenames")):
+            deltas[table.id] = delta
+    if changed_columns:
+        deltas["_grist_Tables_column"] = {
+            "addRows": [], "removeRows": [], "updateRows": changed_columns, "columnRenames": [], "columnDeltas": {},
+        }  # fmt: skip
+    return {"tableRenames": renames, "tableDeltas": deltas}
 
 
 def _buffer(value: Any) -> Any:

@@ -98,7 +98,9 @@ def test_failure_midway_leaves_previous_state(
     fake.fail(**failure)
 
     with pytest.raises(GristError):
-        sync(settings, **quick_sources(fake, retries=2))
+        # --full: every page is downloaded again (a plain re-sync would fetch only the two
+        # changed rows), so the failure comes after several pages have arrived.
+        sync(settings, **quick_sources(fake, retries=2), full=True)
 
     assert staging_rows(pg_engine) == before  # nothing half-written
     last = recent_runs(pg_engine, limit=1, kind="sync")[0]

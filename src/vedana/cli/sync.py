@@ -78,11 +78,15 @@ def _print_summary(report: SyncReport) -> None:
         console = stdout_console()
         if report.nodes or report.edges:
             console.print(_summary_table(report))
+        if report.grist_fetch:
+            console.print(f"Grist: {report.grist_fetch.describe()}", markup=False, highlight=False)
         console.print(summary_line(report))
     else:
         lines = [_type_line(r) for r in (*report.nodes.values(), *report.edges.values())]
         lines += [f"ignored table: {name}" for name in report.ignored_tables]
         lines += [f"note: {note}" for note in report.notes]
+        if report.grist_fetch:
+            lines.append(f"Grist: {report.grist_fetch.describe()}")
         sys.stdout.write("\n".join([*lines, summary_line(report)]) + "\n")
 
 

@@ -60,6 +60,32 @@ class TypeReport:
 
 
 @dataclass
+class GristFetch:
+    """How the rows of a Grist data document were obtained, for the sync report."""
+
+    path: str  # "changes" | "full"
+    reason: str  # why a full read, or what the changes were
+    rows_fetched: int = 0
+    tables_changed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "reason": self.reason,
+            "rows_fetched": self.rows_fetched,
+            "tables_changed": self.tables_changed,
+        }
+
+    def describe(self) -> str:
+        if self.path == "changes":
+            return (
+                f"fetched {self.rows_fetched:,} changed row(s) of {self.tables_changed} table(s) "
+                "(Grist's changes since the last sync)"
+            )
+        return f"fetched all {self.rows_fetched:,} rows ({self.reason})"
+
+
+@dataclass
 class SyncReport:
     sources: dict[str, str] = field(default_factory=dict)
     data_model: DataModelReport = field(default_factory=DataModelReport)
@@ -73,6 +99,7 @@ class SyncReport:
     seconds: float = 0.0  # from connected to Postgres to committed
     version: int | None = None  # highest staging version after the sync
     run_id: int | None = None
+    grist_fetch: GristFetch | None = None  # Grist API data: changed rows only, or all (why)
 
     def node(self, noun: str) -> TypeReport:
         found = self.nodes.get(noun)
@@ -126,4 +153,5 @@ class SyncReport:
             "rows_per_s": round(self.rows_read / self.seconds, 1) if self.seconds > 0 else None,
             "version": self.version,
             "run_id": self.run_id,
+            "grist_fetch": self.grist_fetch.to_dict() if self.grist_fetch else None,
         }

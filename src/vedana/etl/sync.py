@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from vedana.datamodel.read import read_data_model
 from vedana.errors import SourceError
+from vedana.etl.grist_mirror import refresh_mirror
 from vedana.etl.normalize import Normalizer, TablePlan, note_missing_attribute_columns, plan_tables
 from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
 from vedana.sources import Source, open_source
+from vedana.sources.grist_api import GristApiSource
 from vedana.stores.staging_write import StagingWriter
 
 if TYPE_CHECKING:
@@ -88,12 +90,19 @@ def sync(
             with writer_lock(engine):
                 progress("check for changes", 0, None)
                 states = _current_states(model_source, data_source)
-                with engine.begin() as conn:
-                    if not full and _unchanged_since_last_sync(conn, states, data_model_only):
-                        report.unchanged_early = True
-                        run.status = "unchanged"
-                    else:
-                        _sync_into(conn, model_source, data_source, report, progress)
+                with engine.connect() as conn:
+                    unchanged = not full and _unchanged_since_last_sync(conn, states, data_model_only)
+                if unchanged:
+                    report.unchanged_early = True
+                    run.status = "unchanged"
+                else:
+                    rows_source = data_source
+                    if isinstance(data_source, GristApiSource) and data_source.rows_via == "sql":
+                        progress("fetch from Grist", 0, None)
+                        rows_source, fetch = refresh_mirror(engine, data_source, full=full)
+                        report.grist_fetch = fetch
+                    with engine.begin() as conn:
+                        _sync_into(conn, model_source, rows_source, report, progress)
                         _store_states(conn, states, data_model_only, report.data_model.changed)
                         if data_source is not None:
                             _store_where_from(conn, data_source)

@@ -8,17 +8,20 @@ stays correct when rows are added or removed between pages.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 from urllib.parse import quote
 
 from vedana.sources.base import CELL_ERROR, RawTable
 from vedana.sources.cells import from_api, from_sqlite, unbuffer
+from vedana.sources.grist_changes import DocChanges, read_changes
 from vedana.sources.grist_file import quote_ident
 from vedana.sources.grist_http import GristClient
 from vedana.sources.grist_meta import TableMeta, build_meta
 
 DEFAULT_PAGE_SIZE = 5000
+# SQLite's default limit on bound parameters is 999 (older builds) or 32766.
+_IDS_PER_QUERY = 900
 
 
 class GristApiSource:
@@ -36,6 +39,7 @@ class GristApiSource:
         self.page_size = page_size
         self._table_ids: list[str] | None = None
         self._column_records: dict[str, list[dict[str, Any]]] = {}
+        self.rows_fetched = 0  # data rows downloaded, for the sync report (and its tests)
 
     def describe(self) -> str:
         return f"Grist document {self.client.doc_id} on {self.client.server}"
@@ -95,32 +99,74 @@ class GristApiSource:
             yield int(record["id"]), cells
 
     def _sql_pages(self, name: str, meta: TableMeta) -> Iterator[tuple[int, dict[str, Any]]]:
+        for record in self.raw_records(name):
+            yield int(record["id"]), decode_record(record, meta)
+
+    # --- raw records, for a sync that keeps a copy of the document (`etl/grist_mirror.py`) ----
+
+    def raw_records(self, name: str) -> Iterator[dict[str, Any]]:
+        """Every row of the table as `/sql` sends it, paged by row id."""
         last_id = 0
         query = f"SELECT * FROM {quote_ident(name)} WHERE id > ? ORDER BY id LIMIT ?"
         while True:
             page = self.client.sql(query, [last_id, self.page_size])
-            for record in page:
-                cells = {
-                    col_id: from_sqlite(
-                        unbuffer(record.get(col_id)),
-                        column,
-                        unbuffer(record.get(meta.display_helpers[col_id]))
-                        if col_id in meta.display_helpers
-                        else None,
-                    )
-                    for col_id, column in meta.columns.items()
-                    if col_id in record
-                }
-                last_id = int(record["id"])
-                yield last_id, cells
+            self.rows_fetched += len(page)
+            yield from page
             if len(page) < self.page_size:
                 return
+            last_id = int(page[-1]["id"])
+
+    def raw_records_by_id(self, name: str, ids: Iterable[int]) -> Iterator[dict[str, Any]]:
+        """The rows with these ids (those that still exist), as `/sql` sends them."""
+        wanted = sorted(ids)
+        for start in range(0, len(wanted), _IDS_PER_QUERY):
+            chunk = wanted[start : start + _IDS_PER_QUERY]
+            marks = ", ".join("?" * len(chunk))
+            page = self.client.sql(
+                f"SELECT * FROM {quote_ident(name)} WHERE id IN ({marks}) ORDER BY id", chunk
+            )
+            self.rows_fetched += len(page)
+            yield from page
+
+    def table_of_records(
+        self, name: str, records: Callable[[], Iterable[dict[str, Any]]], row_count: int | None = None
+    ) -> RawTable:
+        """The table with its columns from the server and its rows from `records` (raw, as
+        `/sql` sends them): how a sync reads its kept copy."""
+        meta = self.meta(name)
+
+        def rows() -> Iterator[tuple[int, dict[str, Any]]]:
+            for record in records():
+                yield int(record["id"]), decode_record(record, meta)
+
+        return RawTable(name=name, columns=meta.columns, _rows=rows, row_count=row_count)
+
+    def changes_since(self, state: str) -> DocChanges | str:
+        """The rows changed since `state`, or why they cannot be known (the server's history
+        does not reach back that far, or the document's shape changed)."""
+        if state not in self.client.state_hashes():
+            return "the document's history does not reach back to the last sync"
+        return read_changes(self.client.compare(state))
 
     def state(self) -> str | None:
         return self.client.latest_action_hash()
 
     def close(self) -> None:
         self.client.close()
+
+
+def decode_record(record: dict[str, Any], meta: TableMeta) -> dict[str, Any]:
+    """A raw `/sql` record's cells, decoded like every source's (Refs, errors, dates…)."""
+    helpers = meta.display_helpers
+    return {
+        col_id: from_sqlite(
+            unbuffer(record.get(col_id)),
+            column,
+            unbuffer(record.get(helpers[col_id])) if col_id in helpers else None,
+        )
+        for col_id, column in meta.columns.items()
+        if col_id in record
+    }
 
 
 def _ref_target_of(records: list[dict[str, Any]], visible_colref: int) -> str | None:

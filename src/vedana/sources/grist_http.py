@@ -176,8 +176,17 @@ class GristClient(GristDocAPI):
         return list(body.get("columns", []))
 
     def latest_action_hash(self) -> str | None:
-        states = self.get_json("states").get("states") or []
-        return states[0].get("h") if states else None
+        states = self.state_hashes()
+        return states[0] if states else None
+
+    def state_hashes(self) -> list[str]:
+        """The document's recent states, newest first (how far back depends on the server)."""
+        return [str(s.get("h")) for s in self.get_json("states").get("states") or [] if s.get("h")]
+
+    def compare(self, left: str) -> dict[str, Any]:
+        """What changed from state `left` to now (`left` must be one of `state_hashes()`)."""
+        # maxRows=1: the row ids always come whole; the inlined cell values are not needed.
+        return dict(self.get_json("compare", {"left": left, "right": "HEAD", "maxRows": "1"}))
 
     def sql(self, query: str, args: list[Any] | None = None) -> list[dict[str, Any]]:
         body = self.call("sql", json_data={"sql": query, "args": args or []}).json()

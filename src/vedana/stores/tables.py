@@ -141,6 +141,20 @@ edges = Table(
     PrimaryKeyConstraint("edge_label", "from_node_type", "from_node_id", "to_node_type", "to_node_id"),
 )
 
+# --- a copy of a Grist document's data tables, as `/sql` sent them ---------------------------
+
+# Kept so that a later sync fetches only the rows Grist says changed (`etl/grist_mirror.py`).
+# `source` names the server and document; `record` is the raw row (column id → stored value).
+grist_rows = Table(
+    "grist_rows",
+    metadata,
+    Column("source", Text, nullable=False),
+    Column("table_id", Text, nullable=False),
+    Column("row_id", BigInteger, nullable=False),
+    Column("record", JSONB, nullable=False),
+    PrimaryKeyConstraint("source", "table_id", "row_id"),
+)
+
 # --- state and history ---------------------------------------------------------------------
 
 # Small key/value state: Grist action hashes of the last sync, the indexed version watermark,
