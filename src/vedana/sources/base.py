@@ -101,9 +101,35 @@ class RawTable:
     columns: dict[str, Column]
     _rows: Any = field(repr=False, default=None)  # a callable returning the iterator
     row_count: int | None = None
+    # Optional, for sources whose rows are cheap to read undecoded (CSV text): a callable giving
+    # `(row_id, raw)` with `raw` a tuple of strings, and one turning such a tuple into cells.
+    # A re-sync hashes every raw row and decodes only the rows that changed.
+    _raw_rows: Any = field(repr=False, default=None)
+    decode: Any = field(repr=False, default=None)
+    # Optional: `(raw, column ids) -> cells` of just those columns (a re-sync's id/display pass).
+    decode_columns: Any = field(repr=False, default=None)
 
     def rows(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        if self._rows is None and self._raw_rows is not None:
+            decode = self.decode
+            return ((row_id, decode(raw)) for row_id, raw in self._raw_rows())
         return self._rows() if self._rows is not None else iter(())
+
+    def raw_rows(self) -> Iterator[tuple[int, Any]]:
+        """`(row_id, raw)`: the undecoded row when the source has one, else its decoded cells;
+        `row_digest(raw)` fingerprints either, `decode_raw(raw)` gives the cells."""
+        if self._raw_rows is not None:
+            return self._raw_rows()
+        return self.rows()
+
+    def decode_raw(self, raw: Any) -> dict[str, Any]:
+        return self.decode(raw) if self._raw_rows is not None else raw
+
+    def decode_some(self, raw: Any, names: list[str]) -> dict[str, Any]:
+        """The cells of `names` only (all of them when the source cannot pick)."""
+        if self.decode_columns is not None:
+            return self.decode_columns(raw, names)
+        return self.decode_raw(raw)
 
     def column(self, name: str) -> Column | None:
         """The column by exact id, else case-insensitively (Grist column ids are unique
@@ -113,6 +139,13 @@ class RawTable:
             lowered = name.lower()
             found = next((c for c in self.columns.values() if c.id.lower() == lowered), None)
         return found
+
+
+def row_digest(raw: Any) -> bytes:
+    """A 64-bit fingerprint of one row as read (raw CSV fields, or decoded cells): equal rows,
+    equal digests; what a re-sync compares to find the rows that changed."""
+    text = "\x1f".join(raw) if isinstance(raw, tuple | list) else repr(tuple(raw.items()))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 
 class Source(Protocol):

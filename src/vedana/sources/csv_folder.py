@@ -42,19 +42,29 @@ class CsvFolderSource:
             header, _ = csv_records(handle)
         columns = {h: Column(id=h) for h in header if h}
 
-        def rows() -> Iterator[tuple[int, dict[str, Any]]]:
+        def raw_rows() -> Iterator[tuple[int, list[str]]]:
             try:
                 with path.open(encoding="utf-8-sig", newline="") as handle:
                     _, records = csv_records(handle)
-                    for line_no, row in enumerate(records, start=1):
-                        yield (
-                            line_no,
-                            {h: from_text(v, columns[h]) for h, v in zip(header, row, strict=False) if h},
-                        )
+                    yield from enumerate(records, start=1)
             except UnicodeDecodeError:
                 raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
 
-        return RawTable(name=name, columns=columns, _rows=rows)
+        def decode(row: list[str]) -> dict[str, Any]:
+            return {h: from_text(v, columns[h]) for h, v in zip(header, row, strict=False) if h}
+
+        positions = {h: i for i, h in enumerate(header) if h}
+
+        def decode_columns(row: list[str], names: list[str]) -> dict[str, Any]:
+            return {
+                n: from_text(row[positions[n]], columns[n])
+                for n in names
+                if n in positions and positions[n] < len(row)
+            }
+
+        return RawTable(
+            name=name, columns=columns, _raw_rows=raw_rows, decode=decode, decode_columns=decode_columns
+        )
 
     def state(self) -> str | None:
         return files_digest(self._files.values())

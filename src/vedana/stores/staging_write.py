@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -84,8 +85,11 @@ class StagingWriter:
 
     Nodes must all come before the first edge (each kind is one open COPY)."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, *, scoped: bool = False) -> None:
         self.conn = conn
+        # Scoped (a re-sync of the changed rows only, `etl/resync.py`): the diff covers only the
+        # keys streamed in and the keys given to `scope`, never whole tables.
+        self.scoped = scoped
         self._cursor: Cursor[Any] | None = None
         self._copy_context: AbstractContextManager[Copy] | None = None
         self._copy: Copy | None = None
@@ -113,6 +117,14 @@ class StagingWriter:
             run(
                 "CREATE TEMP TABLE _sync_nodes (node_type text, node_id text, attributes text,"
                 " row_hash text) ON COMMIT DROP"
+            )
+        if scoped:
+            if self.first_sync:
+                raise ValueError("a scoped write needs staging rows to diff against")
+            run("CREATE TEMP TABLE _scope_nodes (node_type text, node_id text) ON COMMIT DROP")
+            run(
+                "CREATE TEMP TABLE _scope_edges (edge_label text, from_node_type text, from_node_id text,"
+                " to_node_type text, to_node_id text) ON COMMIT DROP"
             )
 
     def __enter__(self) -> StagingWriter:
@@ -211,13 +223,29 @@ class StagingWriter:
         self._next_version += 1
         self._new_edges[edge_label] += 1
 
+    def scope(self, nodes: Iterable[tuple[str, str]], edges: Iterable[tuple[str, ...]]) -> None:
+        """Scoped writes: the keys the changed rows produced before; those not streamed in again
+        are tombstoned."""
+        self._close_copy()
+        driver = self.conn.connection.driver_connection
+        assert driver is not None
+        with driver.cursor() as cursor:
+            with cursor.copy("COPY _scope_nodes (node_type, node_id) FROM STDIN") as copy:
+                for key in nodes:
+                    copy.write_row(key)
+            with cursor.copy(f"COPY _scope_edges ({_EDGE_KEY}) FROM STDIN") as copy:
+                for edge in edges:
+                    copy.write_row(edge)
+
     # --- applying -----------------------------------------------------------------------------
 
     def apply(self) -> WriteResult:
         """Finish the streams and write what they mean; returns the counts per type."""
         self._close_copy()
         result = WriteResult(first_sync=self.first_sync)
-        if self.first_sync:
+        if self.scoped:
+            self._apply_scoped(result)
+        elif self.first_sync:
             self._apply_first(result)
         else:
             self._apply_diff(result)
@@ -265,6 +293,28 @@ class StagingWriter:
         for label, streamed in run("SELECT edge_label, count(*) FROM _sync_edges GROUP BY edge_label"):
             counts = result.edges[label]
             counts.duplicates = streamed - (counts.new + counts.updated + counts.unchanged)
+
+    def _apply_scoped(self, result: WriteResult) -> None:
+        run = self.conn.exec_driver_sql
+        for table in ("_sync_nodes", "_sync_edges", "_scope_nodes", "_scope_edges"):
+            run(f"ANALYZE {table}")  # a few rows: index probes into staging, not whole-table joins
+        for kind, new, updated, deleted in run(_SCOPED_NODES):
+            result.nodes[kind] = Counts(new=new, updated=updated, deleted=deleted)
+        for label, new, updated, deleted in run(_SCOPED_EDGES):
+            result.edges[label] = Counts(new=new, updated=updated, deleted=deleted)
+
+
+def live_edges(conn: Connection, keys: list[tuple[str, ...]]) -> int:
+    """How many of these edge keys staging holds live."""
+    if not keys:
+        return 0
+    columns = list(zip(*keys, strict=True))
+    found = conn.exec_driver_sql(
+        f"SELECT count(*) FROM edges e JOIN unnest(%s::text[], %s::text[], %s::text[], %s::text[],"
+        f" %s::text[]) AS k({_EDGE_KEY}) USING ({_EDGE_KEY}) WHERE NOT e.deleted",
+        tuple(list(c) for c in columns),
+    ).scalar_one()
+    return int(found)
 
 
 # A repeat whose key is already in `edges` is a duplicate of a row streamed before it; the others
@@ -328,10 +378,57 @@ FROM diff GROUP BY {label}
 """
 
 
+def _scoped_sql(table: str, key: list[str], incoming: str, scope: str) -> str:
+    """The diff of a re-sync of changed rows only: the incoming rows are upserted when new or
+    different, the scope's keys (what those rows produced before) that did not come in again
+    are tombstoned; nothing else of the table is read. Counts per type: new, updated, deleted
+    (unchanged ones are the type's live rows less those written, `etl/sync.py`)."""
+    label = key[0]
+    columns = ", ".join(key)
+    match = " AND ".join(f"t.{k} = s.{k}" for k in key)
+    return f"""
+WITH diff AS (
+    SELECT s.*, t.row_hash AS old_hash, t.deleted AS was_deleted
+    FROM ({incoming}) s LEFT JOIN {table} t ON {match}
+), written AS (
+    INSERT INTO {table} ({columns}, attributes, row_hash, deleted, version, updated_at)
+    SELECT {columns}, attributes::jsonb, row_hash, false, nextval('staging_version_seq'), now()
+    FROM diff
+    WHERE old_hash IS NULL OR was_deleted OR old_hash <> row_hash
+    ON CONFLICT ({columns}) DO UPDATE SET
+        attributes = EXCLUDED.attributes, row_hash = EXCLUDED.row_hash, deleted = false,
+        version = EXCLUDED.version, updated_at = EXCLUDED.updated_at
+), gone AS MATERIALIZED (
+    -- Index probes for the few keys that did not come in again (a join would scan the table).
+    SELECT t.ctid AS old_ctid
+    FROM (SELECT DISTINCT * FROM {scope} g
+          WHERE NOT EXISTS (SELECT FROM ({incoming}) i WHERE {" AND ".join(f"i.{k} = g.{k}" for k in key)})) s
+    CROSS JOIN LATERAL (SELECT ctid FROM {table} t WHERE {match} AND NOT t.deleted) t
+), tombstoned AS (
+    UPDATE {table} SET deleted = true, version = nextval('staging_version_seq'), updated_at = now()
+    WHERE ctid = ANY (ARRAY(SELECT old_ctid FROM gone))
+    RETURNING {label}
+), counted AS (
+    SELECT {label}, (old_hash IS NULL OR was_deleted) AS is_new,
+           (NOT was_deleted AND old_hash <> row_hash) AS is_updated, false AS is_gone
+    FROM diff
+    UNION ALL
+    SELECT {label}, false, false, true FROM tombstoned
+)
+SELECT {label}, count(*) FILTER (WHERE is_new), count(*) FILTER (WHERE is_updated),
+       count(*) FILTER (WHERE is_gone)
+FROM counted GROUP BY {label}
+"""
+
+
 _DIFF_NODES = _diff_sql("nodes", ["node_type", "node_id"], "SELECT * FROM _sync_nodes")
 # Duplicate edges collapse to the first one streamed (lowest seq), found by hashing, not sorting.
 _DIFF_EDGES = _diff_sql(
     "edges",
     [c.strip() for c in _EDGE_KEY.split(",")],
     f"SELECT * FROM _sync_edges WHERE seq IN (SELECT min(seq) FROM _sync_edges GROUP BY {_EDGE_KEY})",
+)
+_SCOPED_NODES = _scoped_sql("nodes", ["node_type", "node_id"], "SELECT * FROM _sync_nodes", "_scope_nodes")
+_SCOPED_EDGES = _scoped_sql(
+    "edges", [c.strip() for c in _EDGE_KEY.split(",")], "SELECT * FROM _sync_edges", "_scope_edges"
 )

@@ -1,0 +1,76 @@
+"""What the last data sync made of each source row (`sync_rows`), for the next sync's diff.
+
+Per data table of the synced document: every source row's key (the row id the source gives), a
+64-bit digest of the row as read, and its outcome (the staging keys it produced, as
+`etl/resync.py` spells them). Stored packed, one Postgres row per table, and written in the sync's
+own transaction, so a failed sync leaves the previous rows and staging together. One document's
+rows are kept at a time; the summary the next sync needs (`STATE_KEY`) sits in `vedana_state`.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+STATE_KEY = "sync.rows"
+_ROW_SEPARATOR = "\x1d"
+
+
+@dataclass
+class TableRows:
+    """One table's source rows, in the order the source gave them."""
+
+    keys: array  # array('q') of row keys
+    digests: bytes  # 8 bytes per row, in the order of `keys`
+    outcomes: list[str]
+
+    def digest(self, index: int) -> bytes:
+        return self.digests[index * 8 : index * 8 + 8]
+
+
+def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dict[str, TableRows]]:
+    """The stored summary and rows of `source`, or (None, {}) when none are kept for it."""
+    from vedana.stores.staging import get_state
+
+    summary = get_state(conn, STATE_KEY)
+    if not summary or summary.get("source") != source:
+        return None, {}
+    tables: dict[str, TableRows] = {}
+    for name, keys, digests, outcomes in conn.exec_driver_sql(
+        "SELECT table_name, row_keys, digests, outcomes FROM sync_rows WHERE source = %s", (source,)
+    ):
+        packed = array("q")
+        packed.frombytes(bytes(keys))
+        texts = outcomes.split(_ROW_SEPARATOR) if packed else []
+        tables[name] = TableRows(packed, bytes(digests), texts)
+    return summary, tables
+
+
+def save_rows(conn: Connection, source: str, summary: dict[str, Any], tables: dict[str, TableRows]) -> None:
+    """Replace what is kept with `tables` of `source` (and forget any other document's rows)."""
+    from vedana.stores.staging import set_state
+
+    conn.exec_driver_sql("DELETE FROM sync_rows")
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    with (
+        driver.cursor() as cursor,
+        cursor.copy("COPY sync_rows (source, table_name, row_keys, digests, outcomes) FROM STDIN") as copy,
+    ):
+        for name, rows in tables.items():
+            copy.write_row(
+                (source, name, rows.keys.tobytes(), rows.digests, _ROW_SEPARATOR.join(rows.outcomes))
+            )
+    set_state(conn, STATE_KEY, {**summary, "source": source})
+
+
+def forget_rows(conn: Connection) -> None:
+    """Keep nothing: the next sync normalises every row (staging changed some other way)."""
+    from vedana.stores.staging import set_state
+
+    conn.exec_driver_sql("DELETE FROM sync_rows")
+    set_state(conn, STATE_KEY, {})
