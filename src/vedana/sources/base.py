@@ -102,7 +102,7 @@ class RawTable:
     _rows: Any = field(repr=False, default=None)  # a callable returning the iterator
     row_count: int | None = None
     # Optional, for sources whose rows are cheap to read undecoded (CSV text): a callable giving
-    # `(row_id, raw)` with `raw` a tuple of strings, and one turning such a tuple into cells.
+    # `(row_id, raw)` with `raw` the record's text (or its fields), and one turning it into cells.
     # A re-sync hashes every raw row and decodes only the rows that changed.
     _raw_rows: Any = field(repr=False, default=None)
     decode: Any = field(repr=False, default=None)
@@ -144,7 +144,12 @@ class RawTable:
 def row_digest(raw: Any) -> bytes:
     """A 64-bit fingerprint of one row as read (raw CSV fields, or decoded cells): equal rows,
     equal digests; what a re-sync compares to find the rows that changed."""
-    text = "\x1f".join(raw) if isinstance(raw, tuple | list) else repr(tuple(raw.items()))
+    if isinstance(raw, str):
+        text = raw
+    elif isinstance(raw, tuple | list):
+        text = "\x1f".join(raw)
+    else:
+        text = repr(tuple(raw.items()))
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from vedana.errors import SourceError
 from vedana.sources.base import Column, RawTable, files_digest
 from vedana.sources.cells import from_text
-from vedana.sources.csv_rows import csv_records
+from vedana.sources.csv_rows import csv_texts, record_fields
 
 
 class CsvFolderSource:
@@ -39,23 +39,27 @@ class CsvFolderSource:
         if path is None:
             return None
         with path.open(encoding="utf-8-sig", newline="") as handle:
-            header, _ = csv_records(handle)
+            header, _ = csv_texts(handle)
         columns = {h: Column(id=h) for h in header if h}
+        width = len(header)
 
-        def raw_rows() -> Iterator[tuple[int, list[str]]]:
+        def raw_rows() -> Iterator[tuple[int, str]]:
+            # Records as text: a re-sync hashes them all and parses only those that changed.
             try:
                 with path.open(encoding="utf-8-sig", newline="") as handle:
-                    _, records = csv_records(handle)
+                    _, records = csv_texts(handle)
                     yield from enumerate(records, start=1)
             except UnicodeDecodeError:
                 raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
 
-        def decode(row: list[str]) -> dict[str, Any]:
+        def decode(text: str) -> dict[str, Any]:
+            row = record_fields(text, width)
             return {h: from_text(v, columns[h]) for h, v in zip(header, row, strict=False) if h}
 
         positions = {h: i for i, h in enumerate(header) if h}
 
-        def decode_columns(row: list[str], names: list[str]) -> dict[str, Any]:
+        def decode_columns(text: str, names: list[str]) -> dict[str, Any]:
+            row = record_fields(text, width)
             return {
                 n: from_text(row[positions[n]], columns[n])
                 for n in names

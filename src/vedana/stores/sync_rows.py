@@ -59,8 +59,11 @@ def save_rows(conn: Connection, source: str, summary: dict[str, Any], tables: di
     assert driver is not None
     with (
         driver.cursor() as cursor,
-        cursor.copy("COPY sync_rows (source, table_name, row_keys, digests, outcomes) FROM STDIN") as copy,
+        cursor.copy(
+            "COPY sync_rows (source, table_name, row_keys, digests, outcomes) FROM STDIN (FORMAT BINARY)"
+        ) as copy,
     ):
+        copy.set_types(["text", "text", "bytea", "bytea", "text"])
         for name, rows in tables.items():
             copy.write_row(
                 (source, name, rows.keys.tobytes(), rows.digests, _ROW_SEPARATOR.join(rows.outcomes))
