@@ -9,6 +9,7 @@ and `--full`. Staging rows (keys, attributes, hashes, tombstones) and every repo
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -228,3 +229,31 @@ def test_a_failed_resync_keeps_the_previous_rows(
     again = sync(settings, data_model=work / "model", data=work / "data")
     assert again.paths["Anchor_person"].startswith("incremental: 1 changed rows of ")
     assert again.to_dict()["totals"]["nodes"]["written"] == 1
+
+
+def test_the_cli_says_which_path_ran(pg_engine: Engine, kb: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from vedana.cli.app import app
+    from vedana.config import reset_settings
+
+    blank_staging(pg_engine)
+    work = tmp_path / "kb"
+    shutil.copytree(kb, work)
+    where = ["--data-model", str(work / "model"), "--data", str(work / "data")]
+
+    def invoke(*args: str) -> Any:
+        reset_settings()
+        return CliRunner().invoke(app, ["sync", *where, *args])
+
+    first = invoke()
+    assert first.exit_code == 0, first.output
+    assert "rows" not in first.stdout.splitlines()[-2]  # a first sync says nothing of paths
+    _set("Anchor_city", 1, "city_name", "Renamed")(work / "data")
+    text = invoke().stdout
+    assert "rows Anchor_city: incremental: 1 changed rows of " in text
+    assert "rows Link_person_has_interest: incremental: 0 changed rows of " in text
+    _set("Anchor_city", 1, "city_name", "Renamed again")(work / "data")
+    report = json.loads(invoke("--json", "--full").stdout)
+    assert set(report["paths"].values()) == {"full: --full"}
+    assert report["totals"]["nodes"]["written"] == 1

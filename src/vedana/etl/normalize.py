@@ -74,8 +74,8 @@ class EdgeRow(NamedTuple):
 class RowRecorder(Protocol):
     """Told what each source row produced, while normalising (`etl/resync.py` keeps it)."""
 
-    def node(self, table: str, row_id: int, node_id: str | None, context: str) -> None:
-        """An anchor row: its node id (None: skipped) and what it adds to the id/display maps."""
+    def node(self, table: str, row_id: int, node_id: str | None, labels: str) -> None:
+        """An anchor row: its node id (None: skipped) and display values (`label_text`)."""
 
     def spoil(self, table: str, row_id: int) -> None:
         """The row had more to say than its keys (a duplicate, a formula error, a failed cast)."""
@@ -90,11 +90,10 @@ class RowRecorder(Protocol):
         """A link column's cell of an anchor row, resolved (None: unresolved)."""
 
 
-def context_text(row_id: int, node_id: str, cells: dict[str, Any], label_cols: list[str]) -> str:
-    """What one anchor row adds to the maps references resolve through; equal texts for every
-    row of a table mean every reference to it resolves as before."""
-    labels = "\x1f".join(_id_text(cells.get(c)) or "" for c in label_cols)
-    return f"{row_id}\x1f{node_id}\x1f{labels}"
+def label_text(cells: dict[str, Any], label_cols: list[str]) -> str:
+    """An anchor row's display values (what references may name it by), in one text: with its
+    node id and row id, what the row adds to the maps references resolve through."""
+    return "\x1f".join(_id_text(cells.get(c)) or "" for c in label_cols)
 
 
 @dataclass
@@ -314,7 +313,7 @@ class Normalizer:
                     continue
                 node_id = f"{noun}:{row_id}"
             if record:
-                record.node(name, row_id, node_id, context_text(row_id, node_id, cells, label_cols))
+                record.node(name, row_id, node_id, label_text(cells, label_cols))
             if not context_ready:
                 row_ids.setdefault(row_id, node_id)
                 for col in label_cols:

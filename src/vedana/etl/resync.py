@@ -1,18 +1,21 @@
 """A re-sync that normalises only the source rows that changed.
 
 Every sync remembers, per source row (table, row key), a digest of the row as read and what it
-produced (`stores/sync_rows.py`): an anchor row its node id and the targets of its link columns,
-a link-table row its link and oriented ends; "" when the row produced nothing or had more to say
-than its keys (skipped, a duplicate, a formula error, a failed cast, an unresolved reference).
+produced (`stores/sync_rows.py`): an anchor row its node id, display values and the targets of its
+link columns ("+" in front when that is all it produced, "-" when it had more to say: a duplicate,
+a formula error, a failed cast, an unresolved reference; "" when skipped), a link-table row its
+link and oriented ends ("" when it made no edge or had more to say).
 
-The next sync reads and hashes every row, and builds the id / display maps of every anchor table
-from all its rows (the id and display columns only). It then takes the incremental path when all
-of this holds, else the full one (and says why):
+The next sync reads and hashes every row (CSV folders: checksums over the file's lines, in C) and
+rebuilds the id / display maps of every anchor table: unchanged rows from what they recorded,
+changed rows from their id and display columns. It then takes the incremental path when all of
+this holds, else the full one (and says why):
 
 - the data model, the tables and their columns, and the normalising rules are the same, the last
   sync made no duplicate edge, and staging is as it left it;
-- every anchor table's maps are the same as before (the same rows give the same ids and display
-  values), so every reference resolves as it did and unchanged rows produce what they produced;
+- every anchor table's maps are the same as before (no anchor row added or removed, changed ones
+  keep their ids and display values), so every reference resolves as it did and unchanged rows
+  produce what they produced;
 - every changed, added or removed row produced exactly its keys, before and after (nothing to
   count but the row itself), and no new edge repeats another row's edge;
 - no table or link column starts or stops contributing to a link (the report lists those).
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 from array import array
 from collections import Counter
 from collections.abc import Iterator
@@ -43,10 +47,10 @@ from vedana.etl.normalize import (
     _blank,
     _ForeignKey,
     _id_text,
-    context_text,
+    label_text,
 )
 from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
-from vedana.sources.base import RawTable, row_digest
+from vedana.sources.base import RawTable, RowDigests, row_digest
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -65,18 +69,23 @@ _FIELD = "\x1f"
 class _Ledger:
     anchor: bool
     keys: array = field(default_factory=lambda: array("q"))
-    digests: bytearray = field(default_factory=bytearray)
+    low: array = field(default_factory=lambda: array("I"))
+    high: array = field(default_factory=lambda: array("I"))
     outcomes: list[str] = field(default_factory=list)
     index: dict[int, int] = field(default_factory=dict)
     refs: dict[int, list[str]] = field(default_factory=dict)
     spoiled: set[int] = field(default_factory=set)
-    context: Any = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
 
     def add(self, row_id: int, digest: bytes) -> None:
         self.index[row_id] = len(self.keys)
         self.keys.append(row_id)
-        self.digests += digest
+        low, high = _HALVES.unpack(digest)
+        self.low.append(low)
+        self.high.append(high)
         self.outcomes.append("")
+
+
+_HALVES = struct.Struct("<II")
 
 
 class Recorder:
@@ -86,11 +95,18 @@ class Recorder:
         self.tables: dict[str, _Ledger] = {}
         # sentence -> contributor (link table, or "Anchor_<noun>.<column>") -> rows / references
         self.contributors: dict[str, Counter[str]] = {}
-        self.unique_keys = True
+        self.sound = True
 
     def reading(self, table: RawTable, anchor: bool) -> RawTable:
-        """`table`, with each row's digest kept as the normaliser reads it."""
+        """`table`, with each row's digest kept (all at once when the table can, else as the
+        normaliser reads each row)."""
         ledger = self.tables[table.name] = _Ledger(anchor)
+        bulk = table.digests()
+        if bulk is not None:
+            ledger.keys, ledger.low, ledger.high = bulk.keys, bulk.low, bulk.high
+            ledger.index = {k: i for i, k in enumerate(bulk.keys)}
+            ledger.outcomes = [""] * len(bulk.keys)
+            return table
 
         def rows() -> Iterator[tuple[int, dict[str, Any]]]:
             add, decode = ledger.add, table.decode_raw
@@ -100,37 +116,43 @@ class Recorder:
 
         return RawTable(name=table.name, columns=table.columns, _rows=rows, row_count=table.row_count)
 
-    def node(self, table: str, row_id: int, node_id: str | None, context: str) -> None:
+    def _at(self, table: str, row_id: int) -> tuple[_Ledger, int]:
         ledger = self.tables[table]
-        i = ledger.index[row_id]
-        if node_id is None:
-            ledger.spoiled.add(i)
-            return
-        ledger.outcomes[i] = node_id
-        ledger.context.update(context.encode("utf-8", "surrogatepass") + b"\x1e")
+        i = ledger.index.get(row_id, -1)
+        if i < 0:
+            self.sound = False  # the rows read were not those digested: trust nothing
+        return ledger, i
+
+    def node(self, table: str, row_id: int, node_id: str | None, labels: str) -> None:
+        ledger, i = self._at(table, row_id)
+        if i >= 0 and node_id is not None:
+            ledger.outcomes[i] = f"{node_id}{_SEP}{labels}"
+            if not (node_id.isprintable() and labels.replace(_FIELD, "").isprintable()):
+                self.sound = False  # a control character would garble the recorded outcome
 
     def spoil(self, table: str, row_id: int) -> None:
-        ledger = self.tables[table]
-        ledger.spoiled.add(ledger.index[row_id])
+        ledger, i = self._at(table, row_id)
+        ledger.spoiled.add(i)
 
     def link(self, table: str, row_id: int, sentence: str | None, outcome: str) -> None:
-        ledger = self.tables[table]
-        i = ledger.index[row_id]
-        ledger.outcomes[i] = outcome
-        if not outcome:
-            ledger.spoiled.add(i)
+        ledger, i = self._at(table, row_id)
+        if i >= 0:
+            ledger.outcomes[i] = outcome
+            if outcome.count(_SEP) not in (0, 2) or not outcome.replace(_SEP, "").isprintable():
+                self.sound = False
         if sentence is not None:
             self.contributors.setdefault(sentence, Counter())[table] += 1
 
     def references(
         self, table: str, row_id: int, fk: _ForeignKey, source: str, targets: list[str | None]
     ) -> None:
-        ledger = self.tables[table]
-        i = ledger.index[row_id]
+        ledger, i = self._at(table, row_id)
         self.contributors.setdefault(fk.link.sentence, Counter())[source] += 1
         if any(t is None for t in targets):
             ledger.spoiled.add(i)
             return
+        if not all(t.isprintable() for t in targets):  # type: ignore[union-attr]
+            self.sound = False
         ledger.refs.setdefault(i, []).append(_FIELD.join([fk.column, *targets]))  # type: ignore[list-item]
 
     def rows(self) -> dict[str, TableRows]:
@@ -140,19 +162,18 @@ class Recorder:
         out: dict[str, TableRows] = {}
         for name, ledger in self.tables.items():
             if len(ledger.index) != len(ledger.keys):
-                self.unique_keys = False
-            outcomes = ledger.outcomes
-            for i in ledger.spoiled:
-                outcomes[i] = ""
+                self.sound = False
+            outcomes, spoiled, refs = ledger.outcomes, ledger.spoiled, ledger.refs
             if ledger.anchor:
                 for i, text in enumerate(outcomes):
                     if text:
-                        outcomes[i] = text + _SEP + _REFS.join(ledger.refs.get(i, ()))
-            out[name] = TableRows(ledger.keys, bytes(ledger.digests), outcomes)
+                        flag = "-" if i in spoiled else "+"
+                        outcomes[i] = f"{flag}{text}{_SEP}{_REFS.join(refs.get(i, ()))}"
+            else:
+                for i in spoiled:
+                    outcomes[i] = ""
+            out[name] = TableRows(ledger.keys, ledger.low, ledger.high, outcomes)
         return out
-
-    def contexts(self) -> dict[str, str]:
-        return {name: ledger.context.hexdigest() for name, ledger in self.tables.items() if ledger.anchor}
 
 
 def signature(version: int, dm: DataModel, plan: TablePlan) -> str:
@@ -179,11 +200,10 @@ def summary_of(
     signature: str,
     clean: bool,
     version: int | None,
-    contexts: dict[str, str],
     contributors: dict[str, Counter[str]],
 ) -> dict[str, Any]:
     """What the next sync needs besides the rows: the report's per-type reading (to carry over),
-    each anchor table's maps, who contributes to which link, and staging's version after."""
+    who contributes to which link, and staging's version after."""
 
     def reading(r: TypeReport) -> dict[str, Any]:
         return {
@@ -199,7 +219,6 @@ def summary_of(
         "signature": signature,
         "clean": clean and not any(r.skipped.get(DUPLICATE_EDGE) for r in report.edges.values()),
         "version": version,
-        "contexts": contexts,
         "contributors": {s: dict(c) for s, c in contributors.items()},
         "nodes": {k: reading(v) for k, v in report.nodes.items()},
         "edges": {k: reading(v) for k, v in report.edges.items()},
@@ -230,56 +249,81 @@ class Plan:
 
 @dataclass
 class _Scan:
-    changed: list[tuple[int, Any]]  # (row_id, raw) new or changed, in source order
-    removed: list[int]  # indexes into the old rows
-    stale: list[int]  # old indexes of changed rows
     keys: array
-    digests: bytearray
-    outcomes: list[str]
-    positions: dict[int, int]  # row_id of a changed/new row -> its index in the new rows
+    low: array
+    high: array
+    outcomes: list[str]  # the old outcome of an unchanged row, "" for the others (filled later)
+    changed: list[tuple[int, Any]] = field(default_factory=list)  # (row_id, raw), source order
+    positions: dict[int, int] = field(default_factory=dict)  # changed row_id -> new position
+    stale: list[int] = field(default_factory=list)  # old positions of changed rows
+    removed: list[int] = field(default_factory=list)  # old positions of rows gone
+    was: dict[int, int] = field(default_factory=dict)  # changed row_id -> its old position
 
 
-def _scan(table: RawTable, old: TableRows | None, on_row: Any = None) -> _Scan:
-    """Hash every row; keep the changed ones (raw) and the outcomes of the unchanged ones."""
-    old_keys = old.keys if old is not None else array("q")
-    old_digests = old.digests if old is not None else b""
-    old_outcomes = old.outcomes if old is not None else []
-    n_old = len(old_keys)
-    lookup: dict[int, int] | None = None
-    seen = bytearray(n_old)
-    keys: array = array("q")
-    digests = bytearray()
-    outcomes: list[str] = []
-    changed: list[tuple[int, Any]] = []
-    stale: list[int] = []
-    positions: dict[int, int] = {}
-    for position, (row_id, raw) in enumerate(table.raw_rows()):
-        digest = row_digest(raw)
-        if on_row is not None:
-            on_row(row_id, raw)
-        # Rows usually keep their place: compare by position first, by key when they moved.
-        if position < n_old and old_keys[position] == row_id:
-            at = position
-        else:
-            if lookup is None:
-                lookup = {k: i for i, k in enumerate(old_keys)}
-            at = lookup.get(row_id, -1)
-        keys.append(row_id)
-        digests += digest
-        if at >= 0 and not seen[at] and old_digests[at * 8 : at * 8 + 8] == digest:
-            seen[at] = 1
-            outcomes.append(old_outcomes[at])
+def _scan(table: RawTable, old: TableRows) -> _Scan:
+    """Every row's digest against the kept one: which rows are new, changed or gone."""
+    bulk = table.digests()
+    if bulk is not None and bulk.keys == old.keys:
+        return _scan_in_place(bulk, old)
+    return _scan_rows(table, old, bulk)
+
+
+def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
+    """The same row keys in the same order (the usual edit): compare digests a block at a time,
+    row by row only within blocks that differ."""
+    low, high, old_low, old_high = bulk.low, bulk.high, old.low, old.high
+    scan = _Scan(bulk.keys, low, high, list(old.outcomes))
+    n, step = len(low), 64
+    for start in range(0, n, step):
+        end = start + step
+        if low[start:end] == old_low[start:end] and high[start:end] == old_high[start:end]:
             continue
-        if at >= 0:
-            if seen[at]:
+        for i in range(start, min(end, n)):
+            if low[i] != old_low[i] or high[i] != old_high[i]:
+                scan.stale.append(i)
+                scan.was[bulk.keys[i]] = i
+                scan.positions[bulk.keys[i]] = i
+                scan.outcomes[i] = ""
+                scan.changed.append((bulk.keys[i], bulk.fetch(i)))
+    return scan
+
+
+def _scan_rows(table: RawTable, old: TableRows, bulk: RowDigests | None) -> _Scan:
+    """Rows were added, removed or moved (or the table gives no digests at once): by key."""
+    if bulk is not None:
+        keys, low, high = bulk.keys, bulk.low, bulk.high
+        fetch = bulk.fetch
+    else:
+        keys, low, high = array("q"), array("I"), array("I")
+        raws: dict[int, Any] = {}
+        for row_id, raw in table.raw_rows():
+            a, b = _HALVES.unpack(row_digest(raw))
+            keys.append(row_id)
+            low.append(a)
+            high.append(b)
+            raws[len(keys) - 1] = raw  # kept only until compared (below)
+        fetch = raws.__getitem__
+    at = {k: i for i, k in enumerate(old.keys)}
+    if len(at) != len(old.keys):
+        raise FullSync(f"{table.name}: row keys repeat")
+    scan = _Scan(keys, low, high, [])
+    seen = bytearray(len(old.keys))
+    for i, row_id in enumerate(keys):
+        j = at.get(row_id, -1)
+        if j >= 0:
+            if seen[j]:
                 raise FullSync(f"{table.name} gives row {row_id} twice")
-            seen[at] = 1
-            stale.append(at)
-        positions[row_id] = len(outcomes)
-        outcomes.append("")
-        changed.append((row_id, raw))
-    removed = [i for i in range(n_old) if not seen[i]]
-    return _Scan(changed, removed, stale, keys, digests, outcomes, positions)
+            seen[j] = 1
+            if low[i] == old.low[j] and high[i] == old.high[j]:
+                scan.outcomes.append(old.outcomes[j])
+                continue
+            scan.stale.append(j)
+            scan.was[row_id] = j
+        scan.positions[row_id] = i
+        scan.outcomes.append("")
+        scan.changed.append((row_id, fetch(i)))
+    scan.removed = [j for j in range(len(old.keys)) if not seen[j]]
+    return scan
 
 
 def plan_incremental(
@@ -309,11 +353,9 @@ def plan_incremental(
 
     out = Plan()
     scans: dict[str, _Scan] = {}
-    contexts = summary.get("contexts", {})
     for anchor, table in plan.anchors:
-        scan, context = _scan_anchor(normalizer, anchor.noun, table, stored[table.name])
-        if context != contexts.get(table.name):
-            raise FullSync(f"{table.name}: ids or display values changed (references may resolve anew)")
+        scan = _scan(table, stored[table.name])
+        _rebuild_maps(normalizer, anchor.noun, table, scan, stored[table.name])
         scans[table.name] = scan
     for table, _ in links:
         scans[table.name] = _scan(table, stored[table.name])
@@ -324,7 +366,7 @@ def plan_incremental(
     recorder = _normalise_changed(normalizer, plan, links, scans, out, contributors, delta)
     fresh = recorder.rows()
     for name, ledger in fresh.items():
-        if any(not text for text in ledger.outcomes):
+        if any(not text or text[0] == "-" for text in ledger.outcomes):
             raise FullSync(f"{name}: a changed row is now skipped or has cell errors")
     before = summary.get("contributors", {})
     for sentence, counts in contributors.items():
@@ -360,9 +402,9 @@ def _take_out(
         scan, old = scans[table.name], stored[table.name]
         for i in [*scan.stale, *scan.removed]:
             text = old.outcomes[i]
-            if not text:
+            if not text or text[0] != "+":
                 raise FullSync(f"{table.name}: a changed row had been skipped or had cell errors")
-            node_id, _, refs = text.partition(_SEP)
+            node_id, _, refs = text[1:].split(_SEP)
             out.old_nodes.add((anchor.noun, node_id))
             delta["node", anchor.noun] -= 1
             for entry in refs.split(_REFS) if refs else ():
@@ -420,40 +462,52 @@ def _normalise_changed(
     return recorder
 
 
-def _scan_anchor(normalizer: Normalizer, noun: str, table: RawTable, old: TableRows) -> tuple[_Scan, str]:
-    """`_scan`, building the table's id and display maps from every row on the way (as
-    `Normalizer.nodes` would) and the digest of what they hold."""
+def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Scan, old: TableRows) -> None:
+    """The table's id and display maps, from every row in order as `Normalizer.nodes` builds
+    them: an unchanged row from what it recorded, a changed one from its id and display cells.
+    Raises `FullSync` when they differ from before: a reference anywhere may resolve anew."""
     id_cols = normalizer.id_columns(noun, table)
     label_cols = normalizer.label_columns(noun, table)
     wanted = [*id_cols, *label_cols]
     ids, row_ids, labels = normalizer.ids[noun], normalizer.row_ids[noun], normalizer.labels[noun]
     repeated = normalizer.repeated_ids[noun]
-    for col in label_cols:
-        labels.setdefault(col, {})
-    context = hashlib.blake2b(digest_size=16)
-
-    def on_row(row_id: int, raw: Any) -> None:
-        cells = table.decode_some(raw, wanted)
-        node_id = next((t for t in (_id_text(cells.get(c)) for c in id_cols) if t), None)
-        if node_id is None:
-            if id_cols or _blank(table.decode_raw(raw)):
-                return
-            node_id = f"{noun}:{row_id}"
-        context.update(
-            context_text(row_id, node_id, cells, label_cols).encode("utf-8", "surrogatepass") + b"\x1e"
-        )
+    maps = [labels.setdefault(col, {}) for col in label_cols]
+    for j in scan.removed:
+        if old.outcomes[j]:
+            raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
+    changed = {row_id: raw for row_id, raw in scan.changed}
+    for i, row_id in enumerate(scan.keys):
+        text = scan.outcomes[i]
+        if row_id in changed:
+            raw = changed[row_id]
+            cells = table.decode_some(raw, wanted)
+            node_id = next((t for t in (_id_text(cells.get(c)) for c in id_cols) if t), None)
+            if node_id is None and not id_cols and not _blank(table.decode_raw(raw)):
+                node_id = f"{noun}:{row_id}"
+            now = f"{node_id}{_SEP}{label_text(cells, label_cols)}" if node_id is not None else ""
+            at = scan.was.get(row_id)
+            before = old.outcomes[at] if at is not None else None
+            if before is None:
+                if now:
+                    raise FullSync(f"{table.name}: rows with ids were added (references may resolve anew)")
+            elif (before[1:].rsplit(_SEP, 1)[0] if before else "") != now:
+                raise FullSync(f"{table.name}: ids or display values changed (references may resolve anew)")
+            if node_id is None:
+                continue
+            values = label_text(cells, label_cols).split("\x1f") if label_cols else []
+        elif text:
+            node_id, values_text, _ = text[1:].split(_SEP)
+            values = values_text.split("\x1f") if label_cols else []
+        else:
+            continue
         row_ids.setdefault(row_id, node_id)
-        for col in label_cols:
-            label = _id_text(cells.get(col))
-            if label:
-                labels[col].setdefault(label, node_id)
+        for found, value in zip(maps, values, strict=False):
+            if value:
+                found.setdefault(value, node_id)
         if node_id in ids:
             repeated.add(node_id)
         else:
             ids.add(node_id)
-
-    scan = _scan(table, old, on_row)
-    return scan, context.hexdigest()
 
 
 def _subset(table: RawTable, scan: _Scan, recorder: Recorder, *, anchor: bool) -> RawTable:
@@ -493,7 +547,7 @@ def _check_new_edges(conn: Connection, out: Plan) -> None:
 def _rows_of(scan: _Scan) -> TableRows:
     from vedana.stores.sync_rows import TableRows
 
-    return TableRows(scan.keys, bytes(scan.digests), scan.outcomes)
+    return TableRows(scan.keys, scan.low, scan.high, scan.outcomes)
 
 
 def apply_reading(report: SyncReport, summary: dict[str, Any], delta: dict[tuple[str, str], int]) -> None:

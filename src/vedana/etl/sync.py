@@ -263,9 +263,8 @@ def _sync_into(
     summary = summary_of(
         report,
         signature=sig,
-        clean=recorder.unique_keys,
+        clean=recorder.sound,
         version=result.version,
-        contexts=recorder.contexts(),
         contributors=recorder.contributors,
     )
     save_rows(conn, source_key, summary, rows)
@@ -316,7 +315,6 @@ def _sync_changed_rows(
         signature=sig,
         clean=True,
         version=result.version,
-        contexts=summary["contexts"],
         contributors=change.contributors,
     )
     save_rows(conn, source_key, new_summary, change.rows)

@@ -14,7 +14,8 @@ Dates arrive as ISO text (`2024-03-15`), date-times as ISO 8601 text in UTC.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -108,6 +109,9 @@ class RawTable:
     decode: Any = field(repr=False, default=None)
     # Optional: `(raw, column ids) -> cells` of just those columns (a re-sync's id/display pass).
     decode_columns: Any = field(repr=False, default=None)
+    # Optional: every row's key and digest at once (`RowDigests`), or None when this table
+    # cannot give them that way this time; then `row_digest` of each raw row stands in.
+    _digests: Any = field(repr=False, default=None)
 
     def rows(self) -> Iterator[tuple[int, dict[str, Any]]]:
         if self._rows is None and self._raw_rows is not None:
@@ -131,6 +135,9 @@ class RawTable:
             return self.decode_columns(raw, names)
         return self.decode_raw(raw)
 
+    def digests(self) -> RowDigests | None:
+        return self._digests() if self._digests is not None else None
+
     def column(self, name: str) -> Column | None:
         """The column by exact id, else case-insensitively (Grist column ids are unique
         ignoring case)."""
@@ -139,6 +146,17 @@ class RawTable:
             lowered = name.lower()
             found = next((c for c in self.columns.values() if c.id.lower() == lowered), None)
         return found
+
+
+@dataclass
+class RowDigests:
+    """A table's rows at a glance: keys, 64-bit digests (as two 32-bit halves), and a way to
+    fetch the raw row at a position (only changed rows are fetched)."""
+
+    keys: array
+    low: array
+    high: array
+    fetch: Callable[[int], Any]
 
 
 def row_digest(raw: Any) -> bytes:

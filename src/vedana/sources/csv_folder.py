@@ -9,12 +9,15 @@ for a RefList); when a value is not a node id, the target's first column is trie
 
 from __future__ import annotations
 
+import codecs
+import zlib
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from vedana.errors import SourceError
-from vedana.sources.base import Column, RawTable, files_digest
+from vedana.sources.base import Column, RawTable, RowDigests, files_digest
 from vedana.sources.cells import from_text
 from vedana.sources.csv_rows import csv_texts, record_fields
 
@@ -67,7 +70,12 @@ class CsvFolderSource:
             }
 
         return RawTable(
-            name=name, columns=columns, _raw_rows=raw_rows, decode=decode, decode_columns=decode_columns
+            name=name,
+            columns=columns,
+            _raw_rows=raw_rows,
+            decode=decode,
+            decode_columns=decode_columns,
+            _digests=lambda: line_digests(path),
         )
 
     def state(self) -> str | None:
@@ -75,3 +83,31 @@ class CsvFolderSource:
 
     def close(self) -> None:
         pass
+
+
+def line_digests(path: Path) -> RowDigests | None:
+    """Every record's digest straight from the file's bytes, when each line is one record (no
+    quote anywhere, no lone carriage return): checksums over lines run in C, with no per-row
+    Python, so a re-sync of a big file costs little more than reading it. None otherwise."""
+    data = path.read_bytes()
+    if b'"' in data or data.count(b"\r") != data.count(b"\r\n"):
+        return None
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    records = lines[1:]
+
+    def fetch(position: int) -> str:
+        try:
+            return records[position].decode("utf-8") + "\n"
+        except UnicodeDecodeError:
+            raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
+
+    return RowDigests(
+        keys=array("q", range(1, len(records) + 1)),
+        low=array("I", map(zlib.crc32, records)),
+        high=array("I", map(zlib.adler32, records)),
+        fetch=fetch,
+    )

@@ -25,11 +25,9 @@ class TableRows:
     """One table's source rows, in the order the source gave them."""
 
     keys: array  # array('q') of row keys
-    digests: bytes  # 8 bytes per row, in the order of `keys`
+    low: array  # array('I'): each row's digest, two 32-bit halves
+    high: array
     outcomes: list[str]
-
-    def digest(self, index: int) -> bytes:
-        return self.digests[index * 8 : index * 8 + 8]
 
 
 def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dict[str, TableRows]]:
@@ -45,8 +43,11 @@ def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dic
     ):
         packed = array("q")
         packed.frombytes(bytes(keys))
+        halves = array("I")
+        halves.frombytes(bytes(digests))
+        n = len(packed)
         texts = outcomes.split(_ROW_SEPARATOR) if packed else []
-        tables[name] = TableRows(packed, bytes(digests), texts)
+        tables[name] = TableRows(packed, halves[:n], halves[n:], texts)
     return summary, tables
 
 
@@ -65,9 +66,8 @@ def save_rows(conn: Connection, source: str, summary: dict[str, Any], tables: di
     ):
         copy.set_types(["text", "text", "bytea", "bytea", "text"])
         for name, rows in tables.items():
-            copy.write_row(
-                (source, name, rows.keys.tobytes(), rows.digests, _ROW_SEPARATOR.join(rows.outcomes))
-            )
+            digests = rows.low.tobytes() + rows.high.tobytes()
+            copy.write_row((source, name, rows.keys.tobytes(), digests, _ROW_SEPARATOR.join(rows.outcomes)))
     set_state(conn, STATE_KEY, {**summary, "source": source})
 
 
