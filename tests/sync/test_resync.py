@@ -257,3 +257,32 @@ def test_the_cli_says_which_path_ran(pg_engine: Engine, kb: Path, tmp_path: Path
     report = json.loads(invoke("--json", "--full").stdout)
     assert set(report["paths"].values()) == {"full: --full"}
     assert report["totals"]["nodes"]["written"] == 1
+
+
+def test_edits_one_after_another(settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path) -> None:
+    """Each re-sync builds on what the previous one kept (the rows patched, then packed anew):
+    three edits in a row end where three full syncs of the same edits do."""
+    edits = [
+        _both(_set("Anchor_person", 4, "person_name", "First"), _change("Anchor_person", _move)),
+        _change("Link_person_has_interest", lambda h, rows: rows[:-3]),
+        _both(_change("Anchor_person", _move), _one_percent),  # the same person moves again
+        _set("Link_person_has_interest", 7, "skill_level", "guru"),
+    ]
+
+    def run(full: bool) -> tuple[list[SyncReport], dict[str, Any]]:
+        blank_staging(pg_engine)
+        work = tmp_path / "kb"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(kb, work)
+        sync(settings, data_model=work / "model", data=work / "data")
+        reports = []
+        for edit in edits:
+            edit(work / "data")
+            reports.append(sync(settings, data_model=work / "model", data=work / "data", full=full))
+        return reports, _state(pg_engine)
+
+    quick, quick_state = run(False)
+    slow, slow_state = run(True)
+    assert quick_state == slow_state
+    assert [_counts(r) for r in quick] == [_counts(r) for r in slow]
+    assert all(p.startswith("incremental") for r in quick for p in r.paths.values())

@@ -34,6 +34,8 @@ from array import array
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import ne
 from typing import TYPE_CHECKING, Any
 
 from vedana.etl.normalize import (
@@ -258,6 +260,7 @@ class _Scan:
     stale: list[int] = field(default_factory=list)  # old positions of changed rows
     removed: list[int] = field(default_factory=list)  # old positions of rows gone
     was: dict[int, int] = field(default_factory=dict)  # changed row_id -> its old position
+    patched: set[int] | None = None  # in place: positions differing from the packed rows stored
 
 
 def _scan(table: RawTable, old: TableRows) -> _Scan:
@@ -271,20 +274,19 @@ def _scan(table: RawTable, old: TableRows) -> _Scan:
 def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
     """The same row keys in the same order (the usual edit): compare digests a block at a time,
     row by row only within blocks that differ."""
-    low, high, old_low, old_high = bulk.low, bulk.high, old.low, old.high
+    low, high = bulk.low, bulk.high
     scan = _Scan(bulk.keys, low, high, list(old.outcomes))
-    n, step = len(low), 64
-    for start in range(0, n, step):
-        end = start + step
-        if low[start:end] == old_low[start:end] and high[start:end] == old_high[start:end]:
-            continue
-        for i in range(start, min(end, n)):
-            if low[i] != old_low[i] or high[i] != old_high[i]:
-                scan.stale.append(i)
-                scan.was[bulk.keys[i]] = i
-                scan.positions[bulk.keys[i]] = i
-                scan.outcomes[i] = ""
-                scan.changed.append((bulk.keys[i], bulk.fetch(i)))
+    everywhere = range(len(low))
+    # Compared element by element in C (no Python per row): the positions that differ.
+    differ = set(compress(everywhere, map(ne, low, old.low)))
+    differ.update(compress(everywhere, map(ne, high, old.high)))
+    for i in sorted(differ):
+        key = bulk.keys[i]
+        scan.stale.append(i)
+        scan.was[key] = scan.positions[key] = i
+        scan.outcomes[i] = ""
+        scan.changed.append((key, bulk.fetch(i)))
+    scan.patched = differ if old.patched is None else differ | old.patched
     return scan
 
 
@@ -547,7 +549,7 @@ def _check_new_edges(conn: Connection, out: Plan) -> None:
 def _rows_of(scan: _Scan) -> TableRows:
     from vedana.stores.sync_rows import TableRows
 
-    return TableRows(scan.keys, scan.low, scan.high, scan.outcomes)
+    return TableRows(scan.keys, scan.low, scan.high, scan.outcomes, scan.patched)
 
 
 def apply_reading(report: SyncReport, summary: dict[str, Any], delta: dict[tuple[str, str], int]) -> None:

@@ -9,6 +9,7 @@ rows are kept at a time; the summary the next sync needs (`STATE_KEY`) sits in `
 
 from __future__ import annotations
 
+import json
 from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,13 @@ class TableRows:
     low: array  # array('I'): each row's digest, two 32-bit halves
     high: array
     outcomes: list[str]
+    # Positions that differ from the packed rows stored (kept beside them as a small patch, so a
+    # re-sync of a few rows rewrites only those); None: store the rows packed anew.
+    patched: set[int] | None = None
+
+
+# A patch over this share of the rows is folded into the packed rows instead.
+_PATCH_SHARE = 8
 
 
 def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dict[str, TableRows]]:
@@ -38,24 +46,48 @@ def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dic
     if not summary or summary.get("source") != source:
         return None, {}
     tables: dict[str, TableRows] = {}
-    for name, keys, digests, outcomes in conn.exec_driver_sql(
-        "SELECT table_name, row_keys, digests, outcomes FROM sync_rows WHERE source = %s", (source,)
+    for name, keys, digests, outcomes, patch in conn.exec_driver_sql(
+        "SELECT table_name, row_keys, digests, outcomes, patch FROM sync_rows WHERE source = %s", (source,)
     ):
         packed = array("q")
         packed.frombytes(bytes(keys))
         halves = array("I")
         halves.frombytes(bytes(digests))
         n = len(packed)
-        texts = outcomes.split(_ROW_SEPARATOR) if packed else []
-        tables[name] = TableRows(packed, halves[:n], halves[n:], texts)
+        rows = TableRows(packed, halves[:n], halves[n:], outcomes.split(_ROW_SEPARATOR) if packed else [])
+        rows.patched = set()
+        for position, low, high, outcome in json.loads(patch) if patch else ():
+            rows.low[position], rows.high[position] = low, high
+            rows.outcomes[position] = outcome
+            rows.patched.add(position)
+        tables[name] = rows
     return summary, tables
 
 
 def save_rows(conn: Connection, source: str, summary: dict[str, Any], tables: dict[str, TableRows]) -> None:
-    """Replace what is kept with `tables` of `source` (and forget any other document's rows)."""
+    """Replace what is kept with `tables` of `source` (and forget any other document's rows):
+    as a patch over the packed rows where only a few changed, else packed anew."""
     from vedana.stores.staging import set_state
 
-    conn.exec_driver_sql("DELETE FROM sync_rows")
+    repack = {}
+    for name, rows in tables.items():
+        if rows.patched is None or len(rows.patched) * _PATCH_SHARE > len(rows.keys):
+            repack[name] = rows
+            continue
+        patch = [(i, rows.low[i], rows.high[i], rows.outcomes[i]) for i in sorted(rows.patched)]
+        conn.exec_driver_sql(
+            "UPDATE sync_rows SET patch = %s WHERE source = %s AND table_name = %s",
+            (json.dumps(patch), source, name),
+        )
+    conn.exec_driver_sql(
+        "DELETE FROM sync_rows WHERE source <> %s OR NOT table_name = ANY(%s) OR table_name = ANY(%s)",
+        (source, list(tables), list(repack)),
+    )
+    _copy_packed(conn, source, repack)
+    set_state(conn, STATE_KEY, {**summary, "source": source})
+
+
+def _copy_packed(conn: Connection, source: str, tables: dict[str, TableRows]) -> None:
     driver = conn.connection.driver_connection
     assert driver is not None
     with (
@@ -68,7 +100,6 @@ def save_rows(conn: Connection, source: str, summary: dict[str, Any], tables: di
         for name, rows in tables.items():
             digests = rows.low.tobytes() + rows.high.tobytes()
             copy.write_row((source, name, rows.keys.tobytes(), digests, _ROW_SEPARATOR.join(rows.outcomes)))
-    set_state(conn, STATE_KEY, {**summary, "source": source})
 
 
 def forget_rows(conn: Connection) -> None:

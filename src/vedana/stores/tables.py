@@ -168,6 +168,7 @@ sync_rows = Table(
     Column("row_keys", LargeBinary, nullable=False),
     Column("digests", LargeBinary, nullable=False),
     Column("outcomes", Text, nullable=False),
+    Column("patch", Text),  # JSON [[position, low, high, outcome], ...] over the packed rows
     PrimaryKeyConstraint("source", "table_name"),
 )
 
