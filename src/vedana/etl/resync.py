@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import struct
 from array import array
 from collections import Counter
 from collections.abc import Iterator
@@ -78,16 +77,13 @@ class _Ledger:
     refs: dict[int, list[str]] = field(default_factory=dict)
     spoiled: set[int] = field(default_factory=set)
 
-    def add(self, row_id: int, digest: bytes) -> None:
+    def add(self, row_id: int, digest: tuple[int, int]) -> None:
         self.index[row_id] = len(self.keys)
         self.keys.append(row_id)
-        low, high = _HALVES.unpack(digest)
+        low, high = digest
         self.low.append(low)
         self.high.append(high)
         self.outcomes.append("")
-
-
-_HALVES = struct.Struct("<II")
 
 
 class Recorder:
@@ -299,7 +295,7 @@ def _scan_rows(table: RawTable, old: TableRows, bulk: RowDigests | None) -> _Sca
         keys, low, high = array("q"), array("I"), array("I")
         raws: dict[int, Any] = {}
         for row_id, raw in table.raw_rows():
-            a, b = _HALVES.unpack(row_digest(raw))
+            a, b = row_digest(raw)
             keys.append(row_id)
             low.append(a)
             high.append(b)
@@ -346,7 +342,10 @@ def plan_incremental(
         raise FullSync("the last sync found duplicate edges or repeated row keys")
     from vedana.stores.index_state import staging_version
 
-    if staging_version(conn) != (summary.get("version") or 0):
+    version = staging_version(conn)
+    if not version:
+        raise FullSync("staging is empty")
+    if version != summary.get("version"):
         raise FullSync("staging changed since the last sync")
     links = [(t, c) for t, c in plan.links if t.column(FROM) is not None and t.column(TO) is not None]
     names = [t.name for _, t in plan.anchors] + [t.name for t, _ in links]

@@ -14,6 +14,7 @@ Dates arrive as ISO text (`2024-03-15`), date-times as ISO 8601 text in UTC.
 from __future__ import annotations
 
 import hashlib
+import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -159,16 +160,17 @@ class RowDigests:
     fetch: Callable[[int], Any]
 
 
-def row_digest(raw: Any) -> bytes:
-    """A 64-bit fingerprint of one row as read (raw CSV fields, or decoded cells): equal rows,
-    equal digests; what a re-sync compares to find the rows that changed."""
+def row_digest(raw: Any) -> tuple[int, int]:
+    """A 64-bit fingerprint of one row as read, as two 32-bit halves: equal rows, equal digests;
+    what a re-sync compares to find the rows that changed. A CSV record's text is checksummed
+    like its line in the file (`csv_folder.line_digests`), so either way gives the same digest;
+    decoded cells are hashed."""
     if isinstance(raw, str):
-        text = raw
-    elif isinstance(raw, tuple | list):
-        text = "\x1f".join(raw)
-    else:
-        text = repr(tuple(raw.items()))
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        data = (raw[:-1] if raw.endswith("\n") else raw).encode("utf-8", "surrogatepass")
+        return zlib.crc32(data), zlib.adler32(data)
+    text = "\x1f".join(raw) if isinstance(raw, tuple | list) else repr(tuple(raw.items()))
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest[:4], "little"), int.from_bytes(digest[4:], "little")
 
 
 class Source(Protocol):
