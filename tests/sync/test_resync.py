@@ -350,3 +350,33 @@ def test_a_grist_file_resyncs_the_same_way(
     assert quick.changed
     kinds = {p.split(":")[0] for p in quick.paths.values()}
     assert kinds == ({"incremental"} if incremental else {"full"}), quick.paths
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\ufeffa_id,b\r\nx1,é\r\n\r\nx2,  \r\nx3,z",  # BOM, CRLF, a blank line, no final newline
+        "a_id,b\nx1,y\n\n\nx2,ü\n",
+        "a_id,b\n",
+        "",
+    ],
+)
+def test_line_checksums_equal_record_checksums(tmp_path: Path, text: str) -> None:
+    """A CSV file's records digest the same read at once from its lines as read one by one
+    (the two ways a re-sync and a full sync may read it), in blocks of any size."""
+    from vedana.sources import csv_folder
+    from vedana.sources.base import row_digest
+
+    (tmp_path / "T.csv").write_bytes(text.encode("utf-8"))
+    table = csv_folder.CsvFolderSource(tmp_path).table("T")
+    assert table is not None
+    one_by_one = [(row_id, row_digest(raw)) for row_id, raw in table.raw_rows()]
+    for block in (1, 2, 3, 7, 1 << 22):
+        csv_folder._BLOCK = block
+        try:
+            bulk = table.digests()
+        finally:
+            csv_folder._BLOCK = 1 << 22
+        assert bulk is not None
+        assert list(zip(bulk.keys, zip(bulk.low, bulk.high, strict=True), strict=True)) == one_by_one
+        assert bulk.fetch(list(range(len(bulk.keys)))) == [r for _, r in table.raw_rows()]

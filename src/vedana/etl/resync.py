@@ -276,50 +276,55 @@ def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
     # Compared element by element in C (no Python per row): the positions that differ.
     differ = set(compress(everywhere, map(ne, low, old.low)))
     differ.update(compress(everywhere, map(ne, high, old.high)))
-    for i in sorted(differ):
+    positions = sorted(differ)
+    for i, raw in zip(positions, bulk.fetch(positions), strict=True):
         key = bulk.keys[i]
         scan.stale.append(i)
         scan.was[key] = scan.positions[key] = i
         scan.outcomes[i] = ""
-        scan.changed.append((key, bulk.fetch(i)))
+        scan.changed.append((key, raw))
     scan.patched = differ if old.patched is None else differ | old.patched
     return scan
 
 
 def _scan_rows(table: RawTable, old: TableRows, bulk: RowDigests | None) -> _Scan:
     """Rows were added, removed or moved (or the table gives no digests at once): by key."""
-    if bulk is not None:
-        keys, low, high = bulk.keys, bulk.low, bulk.high
-        fetch = bulk.fetch
-    else:
-        keys, low, high = array("q"), array("I"), array("I")
-        raws: dict[int, Any] = {}
-        for row_id, raw in table.raw_rows():
-            a, b = row_digest(raw)
-            keys.append(row_id)
-            low.append(a)
-            high.append(b)
-            raws[len(keys) - 1] = raw  # kept only until compared (below)
-        fetch = raws.__getitem__
     at = {k: i for i, k in enumerate(old.keys)}
     if len(at) != len(old.keys):
         raise FullSync(f"{table.name}: row keys repeat")
-    scan = _Scan(keys, low, high, [])
+    scan = _Scan(array("q"), array("I"), array("I"), [])
     seen = bytearray(len(old.keys))
-    for i, row_id in enumerate(keys):
+    wanted: list[int] = []  # positions of changed rows whose raw text is still to be fetched
+
+    def compare(i: int, row_id: int, low: int, high: int, raw: Any) -> None:
+        scan.keys.append(row_id)
+        scan.low.append(low)
+        scan.high.append(high)
         j = at.get(row_id, -1)
         if j >= 0:
             if seen[j]:
                 raise FullSync(f"{table.name} gives row {row_id} twice")
             seen[j] = 1
-            if low[i] == old.low[j] and high[i] == old.high[j]:
+            if low == old.low[j] and high == old.high[j]:
                 scan.outcomes.append(old.outcomes[j])
-                continue
+                return
             scan.stale.append(j)
             scan.was[row_id] = j
         scan.positions[row_id] = i
         scan.outcomes.append("")
-        scan.changed.append((row_id, fetch(i)))
+        scan.changed.append((row_id, raw))
+        if raw is None:
+            wanted.append(len(scan.changed) - 1)
+
+    if bulk is not None:
+        for i, row_id in enumerate(bulk.keys):
+            compare(i, row_id, bulk.low[i], bulk.high[i], None)
+        raws = bulk.fetch([scan.positions[scan.changed[k][0]] for k in wanted])
+        for k, raw in zip(wanted, raws, strict=True):
+            scan.changed[k] = (scan.changed[k][0], raw)
+    else:
+        for i, (row_id, raw) in enumerate(table.raw_rows()):
+            compare(i, row_id, *row_digest(raw), raw)  # only changed rows' raws are kept
     scan.removed = [j for j in range(len(old.keys)) if not seen[j]]
     return scan
 

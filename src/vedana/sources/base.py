@@ -152,12 +152,12 @@ class RawTable:
 @dataclass
 class RowDigests:
     """A table's rows at a glance: keys, 64-bit digests (as two 32-bit halves), and a way to
-    fetch the raw row at a position (only changed rows are fetched)."""
+    fetch the raw rows at some positions (ascending; only changed rows are fetched)."""
 
     keys: array
     low: array
     high: array
-    fetch: Callable[[int], Any]
+    fetch: Callable[[list[int]], list[Any]]
 
 
 def row_digest(raw: Any) -> tuple[int, int]:

@@ -85,29 +85,61 @@ class CsvFolderSource:
         pass
 
 
+_BLOCK = 1 << 22
+
+
 def line_digests(path: Path) -> RowDigests | None:
     """Every record's digest straight from the file's bytes, when each line is one record (no
     quote anywhere, no lone carriage return): checksums over lines run in C, with no per-row
-    Python, so a re-sync of a big file costs little more than reading it. None otherwise."""
-    data = path.read_bytes()
-    if b'"' in data or data.count(b"\r") != data.count(b"\r\n"):
-        return None
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-    records = lines[1:]
-
-    def fetch(position: int) -> str:
-        try:
-            return records[position].decode("utf-8") + "\n"
-        except UnicodeDecodeError:
-            raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
-
+    Python, so a re-sync of a big file costs little more than reading it. Read a block at a
+    time, so memory stays flat however big the file. None otherwise."""
+    low, high = array("I"), array("I")
+    header = True
+    with path.open("rb") as handle:
+        carry = handle.read(len(codecs.BOM_UTF8))
+        if carry == codecs.BOM_UTF8:
+            carry = b""
+        while True:
+            block = handle.read(_BLOCK)
+            data = carry + block
+            if b'"' in data or data.count(b"\r") != data.count(b"\r\n") + (
+                bool(block) and data.endswith(b"\r")
+            ):
+                return None
+            lines = data.split(b"\n")
+            carry = lines.pop() if block else b""
+            if not block and lines and lines[-1] == b"":
+                lines.pop()
+            if header and lines:
+                del lines[0]
+                header = False
+            low.extend(map(zlib.crc32, lines))
+            high.extend(map(zlib.adler32, lines))
+            if not block:
+                break
     return RowDigests(
-        keys=array("q", range(1, len(records) + 1)),
-        low=array("I", map(zlib.crc32, records)),
-        high=array("I", map(zlib.adler32, records)),
-        fetch=fetch,
+        keys=array("q", range(1, len(low) + 1)),
+        low=low,
+        high=high,
+        fetch=lambda positions: _records_at(path, positions),
     )
+
+
+def _records_at(path: Path, positions: list[int]) -> list[str]:
+    """The records at these 0-based positions (ascending), as text, read again from the file."""
+    wanted = {p + 1: i for i, p in enumerate(positions)}  # line numbers; line 0 is the header
+    found: list[str] = [""] * len(positions)
+    left = len(wanted)
+    with path.open("rb") as handle:
+        for line_no, line in enumerate(handle):
+            at = wanted.get(line_no)
+            if at is None:
+                continue
+            try:
+                found[at] = line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
+            left -= 1
+            if not left:
+                break
+    return found
