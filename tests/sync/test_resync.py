@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -379,4 +380,16 @@ def test_line_checksums_equal_record_checksums(tmp_path: Path, text: str) -> Non
             csv_folder._BLOCK = 1 << 22
         assert bulk is not None
         assert list(zip(bulk.keys, zip(bulk.low, bulk.high, strict=True), strict=True)) == one_by_one
-        assert bulk.fetch(list(range(len(bulk.keys)))) == [r for _, r in table.raw_rows()]
+        raws = [r for _, r in table.raw_rows()]
+        assert bulk.fetch(list(range(len(bulk.keys)))) == raws
+        if raws:  # given the digests of before, the rows that differ come along
+            before = (array("I", bulk.low), array("I", bulk.high[:-1]))
+            before[0][0] ^= 1
+            csv_folder._BLOCK = block
+            try:
+                again = table.digests(before)
+            finally:
+                csv_folder._BLOCK = 1 << 22
+            assert again is not None
+            last = len(raws) - 1
+            assert again.changed == {0: raws[0], last: raws[last]}

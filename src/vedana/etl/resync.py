@@ -261,7 +261,7 @@ class _Scan:
 
 def _scan(table: RawTable, old: TableRows) -> _Scan:
     """Every row's digest against the kept one: which rows are new, changed or gone."""
-    bulk = table.digests()
+    bulk = table.digests((old.low, old.high))
     if bulk is not None and bulk.keys == old.keys:
         return _scan_in_place(bulk, old)
     return _scan_rows(table, old, bulk)
@@ -277,7 +277,9 @@ def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
     differ = set(compress(everywhere, map(ne, low, old.low)))
     differ.update(compress(everywhere, map(ne, high, old.high)))
     positions = sorted(differ)
-    for i, raw in zip(positions, bulk.fetch(positions), strict=True):
+    kept = bulk.changed
+    raws = [kept[i] for i in positions] if kept is not None else bulk.fetch(positions)
+    for i, raw in zip(positions, raws, strict=True):
         key = bulk.keys[i]
         scan.stale.append(i)
         scan.was[key] = scan.positions[key] = i
@@ -469,51 +471,47 @@ def _normalise_changed(
 
 
 def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Scan, old: TableRows) -> None:
-    """The table's id and display maps, from every row in order as `Normalizer.nodes` builds
-    them: an unchanged row from what it recorded, a changed one from its id and display cells.
-    Raises `FullSync` when they differ from before: a reference anywhere may resolve anew."""
+    """The table's id and display maps as `Normalizer.nodes` builds them from every row in order,
+    here from what the rows recorded; a changed row must still give what it recorded (its ids and
+    display cells are read to check), else `FullSync`: a reference anywhere may resolve anew."""
     id_cols = normalizer.id_columns(noun, table)
     label_cols = normalizer.label_columns(noun, table)
     wanted = [*id_cols, *label_cols]
-    ids, row_ids, labels = normalizer.ids[noun], normalizer.row_ids[noun], normalizer.labels[noun]
-    repeated = normalizer.repeated_ids[noun]
-    maps = [labels.setdefault(col, {}) for col in label_cols]
     for j in scan.removed:
         if old.outcomes[j]:
             raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
-    changed = {row_id: raw for row_id, raw in scan.changed}
-    for i, row_id in enumerate(scan.keys):
-        text = scan.outcomes[i]
-        if row_id in changed:
-            raw = changed[row_id]
-            cells = table.decode_some(raw, wanted)
-            node_id = next((t for t in (_id_text(cells.get(c)) for c in id_cols) if t), None)
-            if node_id is None and not id_cols and not _blank(table.decode_raw(raw)):
-                node_id = f"{noun}:{row_id}"
-            now = f"{node_id}{_SEP}{label_text(cells, label_cols)}" if node_id is not None else ""
-            at = scan.was.get(row_id)
-            before = old.outcomes[at] if at is not None else None
-            if before is None:
-                if now:
-                    raise FullSync(f"{table.name}: rows with ids were added (references may resolve anew)")
-            elif (before[1:].rsplit(_SEP, 1)[0] if before else "") != now:
-                raise FullSync(f"{table.name}: ids or display values changed (references may resolve anew)")
-            if node_id is None:
-                continue
-            values = label_text(cells, label_cols).split("\x1f") if label_cols else []
-        elif text:
-            node_id, values_text, _ = text[1:].split(_SEP)
-            values = values_text.split("\x1f") if label_cols else []
-        else:
+    texts = list(scan.outcomes)
+    for row_id, raw in scan.changed:
+        cells = table.decode_some(raw, wanted)
+        node_id = next((t for t in (_id_text(cells.get(c)) for c in id_cols) if t), None)
+        if node_id is None and not id_cols and not _blank(table.decode_raw(raw)):
+            node_id = f"{noun}:{row_id}"
+        now = f"{node_id}{_SEP}{label_text(cells, label_cols)}" if node_id is not None else ""
+        at = scan.was.get(row_id)
+        if at is None:
+            if now:
+                raise FullSync(f"{table.name}: rows with ids were added (references may resolve anew)")
             continue
-        row_ids.setdefault(row_id, node_id)
-        for found, value in zip(maps, values, strict=False):
-            if value:
-                found.setdefault(value, node_id)
-        if node_id in ids:
-            repeated.add(node_id)
-        else:
-            ids.add(node_id)
+        before = old.outcomes[at]
+        if (before[1:].rsplit(_SEP, 1)[0] if before else "") != now:
+            raise FullSync(f"{table.name}: ids or display values changed (references may resolve anew)")
+        texts[scan.positions[row_id]] = before
+    # Every row as it recorded itself: "±<id>␞<display values>␞<references>", "" if skipped.
+    keys = [k for k, t in zip(scan.keys, texts, strict=True) if t]
+    parts = [t[1:].split(_SEP, 2) for t in texts if t]
+    ids = [p[0] for p in parts]
+    normalizer.row_ids[noun].update(zip(keys, ids, strict=True))  # row keys are unique
+    unique = set(ids)
+    normalizer.ids[noun].update(unique)
+    if len(unique) != len(ids):
+        normalizer.repeated_ids[noun].update(i for i, n in Counter(ids).items() if n > 1)
+    labels = normalizer.labels[noun]
+    for c, col in enumerate(label_cols):
+        values = [p[1] for p in parts] if len(label_cols) == 1 else [p[1].split(_FIELD)[c] for p in parts]
+        # The first row showing a value wins: later rows are written first, earlier ones over them.
+        found = dict(zip(reversed(values), reversed(ids), strict=True))
+        found.pop("", None)
+        labels[col] = found
 
 
 def _subset(table: RawTable, scan: _Scan, recorder: Recorder, *, anchor: bool) -> RawTable:

@@ -9,7 +9,8 @@ One run = one Postgres transaction under the writer lock, logged in the run log:
 3. unless `data_model_only`: plan the data document's tables, stream every `Anchor_*` table
    into nodes, then `Link_*` tables and link columns into edges (`vedana.etl.normalize`), and
    write them to staging (`vedana.stores.staging_write`: straight in on a first sync, else the
-   difference);
+   difference); after a small edit, only the changed rows when that gives the same result
+   (`vedana.etl.resync`: the report's `paths` say which ran per table);
 4. store the action hashes and commit.
 
 Any error rolls the whole transaction back: staging stays as the previous sync left it.

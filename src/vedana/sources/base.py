@@ -136,8 +136,12 @@ class RawTable:
             return self.decode_columns(raw, names)
         return self.decode_raw(raw)
 
-    def digests(self) -> RowDigests | None:
-        return self._digests() if self._digests is not None else None
+    def digests(self, previous: tuple[array, array] | None = None) -> RowDigests | None:
+        """`RowDigests` of every row, when the table gives them at once (else None); with the
+        previous digests (two halves), also the rows whose digests differ, read on the way."""
+        if self._digests is None:
+            return None
+        return self._digests(previous)
 
     def column(self, name: str) -> Column | None:
         """The column by exact id, else case-insensitively (Grist column ids are unique
@@ -158,6 +162,7 @@ class RowDigests:
     low: array
     high: array
     fetch: Callable[[list[int]], list[Any]]
+    changed: dict[int, Any] | None = None  # position -> raw row, when asked with previous digests
 
 
 def row_digest(raw: Any) -> tuple[int, int]:

@@ -13,6 +13,8 @@ import codecs
 import zlib
 from array import array
 from collections.abc import Iterator
+from itertools import compress
+from operator import ne
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +77,7 @@ class CsvFolderSource:
             _raw_rows=raw_rows,
             decode=decode,
             decode_columns=decode_columns,
-            _digests=lambda: line_digests(path),
+            _digests=lambda previous=None: line_digests(path, previous),
         )
 
     def state(self) -> str | None:
@@ -88,12 +90,14 @@ class CsvFolderSource:
 _BLOCK = 1 << 22
 
 
-def line_digests(path: Path) -> RowDigests | None:
+def line_digests(path: Path, previous: tuple[array, array] | None = None) -> RowDigests | None:
     """Every record's digest straight from the file's bytes, when each line is one record (no
     quote anywhere, no lone carriage return): checksums over lines run in C, with no per-row
     Python, so a re-sync of a big file costs little more than reading it. Read a block at a
-    time, so memory stays flat however big the file. None otherwise."""
+    time, so memory stays flat however big the file. With the `previous` digests, the records
+    whose digests differ are kept on the way (`RowDigests.changed`). None otherwise."""
     low, high = array("I"), array("I")
+    changed: dict[int, str] | None = {} if previous is not None else None
     header = True
     with path.open("rb") as handle:
         carry = handle.read(len(codecs.BOM_UTF8))
@@ -102,9 +106,10 @@ def line_digests(path: Path) -> RowDigests | None:
         while True:
             block = handle.read(_BLOCK)
             data = carry + block
-            if b'"' in data or data.count(b"\r") != data.count(b"\r\n") + (
-                bool(block) and data.endswith(b"\r")
-            ):
+            if b'"' in data:
+                return None
+            lone = data.count(b"\r") - data.count(b"\r\n") if b"\r" in data else 0
+            if lone and lone != (bool(block) and data.endswith(b"\r")):
                 return None
             lines = data.split(b"\n")
             carry = lines.pop() if block else b""
@@ -113,8 +118,11 @@ def line_digests(path: Path) -> RowDigests | None:
             if header and lines:
                 del lines[0]
                 header = False
+            start = len(low)
             low.extend(map(zlib.crc32, lines))
             high.extend(map(zlib.adler32, lines))
+            if changed is not None and previous is not None:
+                _keep_changed(changed, lines, start, low, high, previous, "\n" if block else "", path)
             if not block:
                 break
     return RowDigests(
@@ -122,24 +130,56 @@ def line_digests(path: Path) -> RowDigests | None:
         low=low,
         high=high,
         fetch=lambda positions: _records_at(path, positions),
+        changed=changed,
     )
 
 
+def _keep_changed(
+    changed: dict[int, str],
+    lines: list[bytes],
+    start: int,
+    low: array,
+    high: array,
+    previous: tuple[array, array],
+    end: str,
+    path: Path,
+) -> None:
+    """The lines of this block whose digests differ from the previous ones (or are new)."""
+    stop = start + len(lines)
+    old_low, old_high = previous
+    known = min(len(old_low), len(old_high))
+    here = range(start, min(stop, known))
+    differ = set(compress(here, map(ne, low[start:stop], old_low[start:stop])))
+    differ.update(compress(here, map(ne, high[start:stop], old_high[start:stop])))
+    differ.update(range(max(start, known), stop))
+    for i in differ:
+        try:
+            changed[i] = lines[i - start].decode("utf-8") + end
+        except UnicodeDecodeError:
+            raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
+
+
 def _records_at(path: Path, positions: list[int]) -> list[str]:
-    """The records at these 0-based positions (ascending), as text, read again from the file."""
-    wanted = {p + 1: i for i, p in enumerate(positions)}  # line numbers; line 0 is the header
-    found: list[str] = [""] * len(positions)
-    left = len(wanted)
+    """The records at these 0-based positions (ascending), as text, read again from the file
+    (whose lines are its records, as `line_digests` found)."""
+    found: list[str] = []
+    wanted = iter(p + 1 for p in positions)  # line numbers; line 0 is the header
+    target = next(wanted, None)
+    first = 0  # line number of the first line in `lines`
     with path.open("rb") as handle:
-        for line_no, line in enumerate(handle):
-            at = wanted.get(line_no)
-            if at is None:
-                continue
-            try:
-                found[at] = line.decode("utf-8")
-            except UnicodeDecodeError:
-                raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
-            left -= 1
-            if not left:
+        carry = b""
+        while target is not None:
+            block = handle.read(_BLOCK)
+            lines = (carry + block).split(b"\n")
+            carry = lines.pop() if block else b""
+            end = "\n" if block else ""  # the file's last line may have no line break
+            while target is not None and target < first + len(lines):
+                try:
+                    found.append(lines[target - first].decode("utf-8") + end)
+                except UnicodeDecodeError:
+                    raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
+                target = next(wanted, None)
+            first += len(lines)
+            if not block:
                 break
     return found

@@ -18,6 +18,9 @@ Two ways in, both inside the caller's transaction (a failure anywhere leaves sta
   or changed rows are upserted with a fresh `version`, rows the source no longer has are
   tombstoned (`deleted = true`, new `version`), unchanged rows are not touched (see
   docs/architecture.md, staging contract).
+- **Scoped** (a re-sync of the changed rows only, `etl/resync.py`): only those rows stream in,
+  with the keys they produced before (`scope`); the diff reads just those keys (index probes),
+  upserting what is new or different and tombstoning old keys that did not come in again.
 """
 
 from __future__ import annotations
@@ -387,17 +390,19 @@ def _scoped_sql(table: str, key: list[str], incoming: str, scope: str) -> str:
     columns = ", ".join(key)
     match = " AND ".join(f"t.{k} = s.{k}" for k in key)
     return f"""
-WITH diff AS (
-    SELECT s.*, t.row_hash AS old_hash, t.deleted AS was_deleted
+WITH diff AS MATERIALIZED (
+    SELECT s.*, t.ctid AS old_ctid, t.row_hash AS old_hash, t.deleted AS was_deleted
     FROM ({incoming}) s LEFT JOIN {table} t ON {match}
-), written AS (
+), updated AS (
+    -- Rows found are rewritten where they lie (by ctid: no second index probe, no conflict check);
+    -- the incoming keys are distinct (`etl/resync.py` checks), so the rest are plain inserts.
+    UPDATE {table} t SET attributes = d.attributes::jsonb, row_hash = d.row_hash, deleted = false,
+        version = nextval('staging_version_seq'), updated_at = now()
+    FROM diff d WHERE t.ctid = d.old_ctid AND (d.was_deleted OR d.old_hash <> d.row_hash)
+), inserted AS (
     INSERT INTO {table} ({columns}, attributes, row_hash, deleted, version, updated_at)
     SELECT {columns}, attributes::jsonb, row_hash, false, nextval('staging_version_seq'), now()
-    FROM diff
-    WHERE old_hash IS NULL OR was_deleted OR old_hash <> row_hash
-    ON CONFLICT ({columns}) DO UPDATE SET
-        attributes = EXCLUDED.attributes, row_hash = EXCLUDED.row_hash, deleted = false,
-        version = EXCLUDED.version, updated_at = EXCLUDED.updated_at
+    FROM diff WHERE old_hash IS NULL
 ), gone AS MATERIALIZED (
     -- Index probes for the few keys that did not come in again (a join would scan the table).
     SELECT t.ctid AS old_ctid
