@@ -159,6 +159,8 @@ CASES: dict[str, tuple[Edit, bool]] = {
         _change("Anchor_city", lambda h, rows: [*rows, ["city:new", "Newtown", "Avalonia"]]),
         False,
     ),
+    # The link table no longer contributes to its link: the report's table list changes.
+    "every link row deleted": (_change("Link_person_has_interest", lambda h, rows: []), False),
     "a link row now dangles": (
         _set("Link_person_has_interest", 2, "to_node_id", "interest:none"),
         False,

@@ -76,6 +76,7 @@ class _Ledger:
     index: dict[int, int] = field(default_factory=dict)
     refs: dict[int, list[str]] = field(default_factory=dict)
     spoiled: set[int] = field(default_factory=set)
+    reads: dict[str, int] = field(default_factory=dict)  # link-table rows read per link
 
     def add(self, row_id: int, digest: tuple[int, int]) -> None:
         self.index[row_id] = len(self.keys)
@@ -133,13 +134,16 @@ class Recorder:
         ledger.spoiled.add(i)
 
     def link(self, table: str, row_id: int, sentence: str | None, outcome: str) -> None:
-        ledger, i = self._at(table, row_id)
+        # Called for every link-table row: kept lean; the outcomes are checked all at once (`rows`).
+        ledger = self.tables[table]
+        i = ledger.index.get(row_id, -1)
         if i >= 0:
             ledger.outcomes[i] = outcome
-            if outcome.count(_SEP) not in (0, 2) or not outcome.replace(_SEP, "").isprintable():
-                self.sound = False
+        else:
+            self.sound = False
         if sentence is not None:
-            self.contributors.setdefault(sentence, Counter())[table] += 1
+            reads = ledger.reads
+            reads[sentence] = reads.get(sentence, 0) + 1
 
     def references(
         self, table: str, row_id: int, fk: _ForeignKey, source: str, targets: list[str | None]
@@ -170,6 +174,14 @@ class Recorder:
             else:
                 for i in spoiled:
                     outcomes[i] = ""
+                # Each link outcome is "<sentence>␞<id>␞<id>": a separator inside an id would
+                # garble it, so then nothing recorded is trusted.
+                made = sum(1 for text in outcomes if text)
+                joined = "".join(outcomes)
+                if joined.count(_SEP) != 2 * made or not joined.replace(_SEP, "").isprintable():
+                    self.sound = False
+                for sentence, n in ledger.reads.items():
+                    self.contributors.setdefault(sentence, Counter())[name] += n
             out[name] = TableRows(ledger.keys, ledger.low, ledger.high, outcomes)
         return out
 
@@ -371,8 +383,9 @@ def plan_incremental(
     contributors = {s: Counter(c) for s, c in summary.get("contributors", {}).items()}
     delta: Counter[tuple[str, str]] = Counter()
     _take_out(normalizer, plan, links, scans, stored, out, contributors, delta)
-    recorder = _normalise_changed(normalizer, plan, links, scans, out, contributors, delta)
-    fresh = recorder.rows()
+    recorder, fresh = _normalise_changed(normalizer, plan, links, scans, out, contributors, delta)
+    if not recorder.sound:
+        raise FullSync("a changed row's ids hold control characters")
     for name, ledger in fresh.items():
         if any(not text or text[0] == "-" for text in ledger.outcomes):
             raise FullSync(f"{name}: a changed row is now skipped or has cell errors")
@@ -446,7 +459,7 @@ def _normalise_changed(
     out: Plan,
     contributors: dict[str, Counter[str]],
     delta: Counter[tuple[str, str]],
-) -> Recorder:
+) -> tuple[Recorder, dict[str, TableRows]]:
     """Normalise the changed and new rows (into a scratch report: their reads are put in)."""
     recorder = Recorder()
     real_report = normalizer.report
@@ -462,12 +475,13 @@ def _normalise_changed(
         out.edges.extend(normalizer.foreign_key_edges())
     finally:
         normalizer.report, normalizer.recorder = real_report, None
+    fresh = recorder.rows()  # also counts the link-table rows per link
     for sentence, counts in recorder.contributors.items():
         contributors.setdefault(sentence, Counter()).update(counts)
     for kind, reports in (("node", scratch.nodes), ("edge", scratch.edges)):
         for name, stats in reports.items():
             delta[kind, name] += stats.read
-    return recorder
+    return recorder, fresh
 
 
 def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Scan, old: TableRows) -> None:
