@@ -28,8 +28,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -300,11 +300,24 @@ class StagingWriter:
     def _apply_scoped(self, result: WriteResult) -> None:
         run = self.conn.exec_driver_sql
         for table in ("_sync_nodes", "_sync_edges", "_scope_nodes", "_scope_edges"):
-            run(f"ANALYZE {table}")  # a few rows: index probes into staging, not whole-table joins
-        for kind, new, updated, deleted in run(_SCOPED_NODES):
-            result.nodes[kind] = Counts(new=new, updated=updated, deleted=deleted)
-        for label, new, updated, deleted in run(_SCOPED_EDGES):
-            result.edges[label] = Counts(new=new, updated=updated, deleted=deleted)
+            run(f"ANALYZE {table}")
+        # A few keys: index probes into staging, never a scan of it, whatever the planner believes
+        # of the tables' sizes (right after a first sync they have no statistics yet): a scan per
+        # probed key would cost minutes at 100k rows.
+        with _no_table_scans(self.conn):
+            for kind, new, updated, deleted in run(_SCOPED_NODES):
+                result.nodes[kind] = Counts(new=new, updated=updated, deleted=deleted)
+            for label, new, updated, deleted in run(_SCOPED_EDGES):
+                result.edges[label] = Counts(new=new, updated=updated, deleted=deleted)
+
+
+@contextmanager
+def _no_table_scans(conn: Connection) -> Iterator[None]:
+    conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+    try:
+        yield
+    finally:
+        conn.exec_driver_sql("SET LOCAL enable_seqscan = on")
 
 
 def live_edges(conn: Connection, keys: list[tuple[str, ...]]) -> int:
@@ -312,11 +325,12 @@ def live_edges(conn: Connection, keys: list[tuple[str, ...]]) -> int:
     if not keys:
         return 0
     columns = list(zip(*keys, strict=True))
-    found = conn.exec_driver_sql(
-        f"SELECT count(*) FROM edges e JOIN unnest(%s::text[], %s::text[], %s::text[], %s::text[],"
-        f" %s::text[]) AS k({_EDGE_KEY}) USING ({_EDGE_KEY}) WHERE NOT e.deleted",
-        tuple(list(c) for c in columns),
-    ).scalar_one()
+    with _no_table_scans(conn):
+        found = conn.exec_driver_sql(
+            f"SELECT count(*) FROM edges e JOIN unnest(%s::text[], %s::text[], %s::text[], %s::text[],"
+            f" %s::text[]) AS k({_EDGE_KEY}) USING ({_EDGE_KEY}) WHERE NOT e.deleted",
+            tuple(list(c) for c in columns),
+        ).scalar_one()
     return int(found)
 
 
