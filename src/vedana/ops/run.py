@@ -101,6 +101,7 @@ def run(
     data: str | Path | Source | None = None,
     csv: bool = False,
     full: bool = False,
+    strict: bool = False,
     wait: float = DEFAULT_WAIT_S,
     on_progress: Progress | None = None,
     on_notice: Notice | None = None,
@@ -137,6 +138,7 @@ def run(
                         data=data,
                         csv=csv,
                         full=full,
+                        strict=strict,
                         on_progress=on_progress,
                     )
                     if on_phase is not None:

@@ -14,12 +14,16 @@ from urllib.parse import quote
 
 from vedana.sources.base import CELL_ERROR, RawTable
 from vedana.sources.cells import from_api, from_sqlite, unbuffer
+from vedana.sources.findings import SourceFindings, TableFindings
 from vedana.sources.grist_changes import DocChanges, read_changes
 from vedana.sources.grist_file import quote_ident
 from vedana.sources.grist_http import GristClient
 from vedana.sources.grist_meta import TableMeta, build_meta
 
 DEFAULT_PAGE_SIZE = 5000
+# Kept with a raw record whose NUL characters were removed: {column: how many}. Not a possible
+# Grist column id, so never read as a cell; lets a sync reading the kept copy report them.
+NUL_REMOVED = "vedana:nul"
 # SQLite's default limit on bound parameters is 999 (older builds) or 32766.
 _IDS_PER_QUERY = 900
 
@@ -40,6 +44,7 @@ class GristApiSource:
         self._table_ids: list[str] | None = None
         self._column_records: dict[str, list[dict[str, Any]]] = {}
         self.rows_fetched = 0  # data rows downloaded, for the sync report (and its tests)
+        self.findings = SourceFindings()
 
     def describe(self) -> str:
         return f"Grist document {self.client.doc_id} on {self.client.server}"
@@ -86,6 +91,7 @@ class GristApiSource:
 
     def _records(self, name: str, meta: TableMeta) -> Iterator[tuple[int, dict[str, Any]]]:
         body = self.client.get_json(f"tables/{quote(name, safe='')}/records", {"hidden": "true"})
+        findings = self.findings.start(name, "row")
         for record in body.get("records", []):
             fields = record.get("fields", {})
             errors = record.get("errors") or {}
@@ -96,6 +102,8 @@ class GristApiSource:
                 elif col_id in fields:
                     helper = meta.display_helpers.get(col_id)
                     cells[col_id] = from_api(fields[col_id], column, fields.get(helper) if helper else None)
+            # The Data Model's tables are small: every record is looked at.
+            findings.strip_cells(cells, int(record["id"]))
             yield int(record["id"]), cells
 
     def _sql_pages(self, name: str, meta: TableMeta) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -107,10 +115,13 @@ class GristApiSource:
     def raw_records(self, name: str) -> Iterator[dict[str, Any]]:
         """Every row of the table as `/sql` sends it, paged by row id."""
         last_id = 0
+        findings = self.findings.start(name, "row")
         query = f"SELECT * FROM {quote_ident(name)} WHERE id > ? ORDER BY id LIMIT ?"
         while True:
-            page = self.client.sql(query, [last_id, self.page_size])
+            page, nul = self.client.sql_page(query, [last_id, self.page_size])
             self.rows_fetched += len(page)
+            if nul:
+                _strip_page(page, findings)
             yield from page
             if len(page) < self.page_size:
                 return
@@ -119,13 +130,16 @@ class GristApiSource:
     def raw_records_by_id(self, name: str, ids: Iterable[int]) -> Iterator[dict[str, Any]]:
         """The rows with these ids (those that still exist), as `/sql` sends them."""
         wanted = sorted(ids)
+        findings = self.findings.start(name, "row")
         for start in range(0, len(wanted), _IDS_PER_QUERY):
             chunk = wanted[start : start + _IDS_PER_QUERY]
             marks = ", ".join("?" * len(chunk))
-            page = self.client.sql(
+            page, nul = self.client.sql_page(
                 f"SELECT * FROM {quote_ident(name)} WHERE id IN ({marks}) ORDER BY id", chunk
             )
             self.rows_fetched += len(page)
+            if nul:
+                _strip_page(page, findings)
             yield from page
 
     def table_of_records(
@@ -136,8 +150,14 @@ class GristApiSource:
         meta = self.meta(name)
 
         def rows() -> Iterator[tuple[int, dict[str, Any]]]:
+            findings = self.findings.start(name, "row")
             for record in records():
-                yield int(record["id"]), decode_record(record, meta)
+                row_id = int(record["id"])
+                removed = record.get(NUL_REMOVED)
+                if removed:
+                    for column, count in removed.items():
+                        findings.removed_nul(column, row_id, count)
+                yield row_id, decode_record(record, meta)
 
         return RawTable(name=name, columns=meta.columns, _rows=rows, row_count=row_count)
 
@@ -153,6 +173,14 @@ class GristApiSource:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _strip_page(page: list[dict[str, Any]], findings: TableFindings) -> None:
+    """Remove NUL characters from raw records, before they are kept (jsonb refuses them too)."""
+    for record in page:
+        removed = findings.strip_cells(record, int(record.get("id") or 0))
+        if removed:
+            record[NUL_REMOVED] = removed
 
 
 def decode_record(record: dict[str, Any], meta: TableMeta) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from vedana.retry import resume
 from vedana.sources.base import Column, RawTable
 from vedana.sources.cells import from_text
 from vedana.sources.csv_rows import csv_records
+from vedana.sources.findings import TableFindings
 from vedana.sources.grist_api import GristApiSource
 from vedana.sources.grist_http import TRANSIENT_ERRORS, GristClient
 
@@ -50,10 +51,11 @@ class GristCsvSource(GristApiSource):
 
         def rows() -> Iterator[tuple[int, dict[str, Any]]]:
             done = 0
+            findings = self.findings.start(f"{name} (Grist CSV export)", "line")
 
             def rest() -> Iterator[tuple[int, dict[str, Any]]]:
                 nonlocal done
-                for line_no, cells in self._download(name, visible, meta.labels, skip=done):
+                for line_no, cells in self._download(name, visible, meta.labels, findings, skip=done):
                     done = line_no
                     yield line_no, cells
 
@@ -73,18 +75,22 @@ class GristCsvSource(GristApiSource):
         return RawTable(name=name, columns=visible, _rows=rows)
 
     def _download(
-        self, name: str, columns: dict[str, Column], labels: dict[str, str], *, skip: int
+        self,
+        name: str,
+        columns: dict[str, Column],
+        labels: dict[str, str],
+        findings: TableFindings,
+        *,
+        skip: int,
     ) -> Iterator[tuple[int, dict[str, Any]]]:
         resp = self.client.call("download/csv", params={"tableId": name}, stream=True)
         try:
             stream = io.BufferedReader(_ChunkStream(resp.iter_content(chunk_size=64 * 1024)))
             text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
-            header, records = csv_records(text)
+            header, records = csv_records(text, findings, skip=skip)
             ids = [h if h in columns else labels.get(h, h) for h in header]
             untyped = Column(id="")
-            for line_no, row in enumerate(records, start=1):
-                if line_no <= skip:
-                    continue
+            for line_no, row in records:
                 yield (
                     line_no,
                     {

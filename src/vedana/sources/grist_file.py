@@ -14,6 +14,7 @@ from typing import Any
 from vedana.errors import SourceError
 from vedana.sources.base import RawTable, files_digest
 from vedana.sources.cells import from_sqlite
+from vedana.sources.findings import SourceFindings
 from vedana.sources.grist_meta import TableMeta, build_meta
 
 
@@ -32,6 +33,7 @@ class GristFileSource:
             self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
             self._tables = self._read_tables()
             self._colrefs = self._read_colrefs()
+            self.findings = SourceFindings()
         except sqlite3.DatabaseError as exc:
             raise SourceError(
                 f"{self.path} is not a readable .grist file ({exc}); export it again from Grist"
@@ -80,14 +82,32 @@ class GristFileSource:
                 if col_id in position
             ]
             id_at = position["id"]
+            findings = self.findings.start(name, "row")
+            # One scan in SQLite says whether any text cell holds a NUL; only then is each row
+            # looked at in Python.
+            nul = self._has_nul(name, list(position))
             for raw in cursor:
                 cells = {
                     col_id: from_sqlite(raw[at], column, None if helper_at is None else raw[helper_at])
                     for col_id, at, column, helper_at in plan
                 }
+                if nul:
+                    findings.strip_cells(cells, int(raw[id_at]))
                 yield int(raw[id_at]), cells
 
         return RawTable(name=name, columns=meta.columns, _rows=rows, row_count=count)
+
+    def _has_nul(self, table: str, columns: list[str]) -> bool:
+        tests = " OR ".join(
+            f"(typeof({c}) = 'text' AND instr(CAST({c} AS BLOB), x'00') > 0)"
+            for c in map(quote_ident, columns)
+        )
+        if not tests:
+            return False
+        return (
+            self._db.execute(f"SELECT 1 FROM {quote_ident(table)} WHERE {tests} LIMIT 1").fetchone()
+            is not None
+        )
 
     def state(self) -> str | None:
         # A write-ahead log next to the file holds changes not yet merged into it.
