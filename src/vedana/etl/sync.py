@@ -91,7 +91,7 @@ def sync(
         started = time.monotonic()  # the sync's own time, not starting Postgres or migrating
         with record_run(engine, "sync", source="; ".join(report.sources.values())) as run:
             report.run_id = run.id
-            with writer_lock(engine):
+            with writer_lock(engine, on_notice=report.notes.append):
                 progress("check for changes", 0, None)
                 states = _current_states(model_source, data_source)
                 with engine.connect() as conn:

@@ -129,7 +129,7 @@ def run(
 
                 engine = get_engine(settings)
             asked = time.monotonic()
-            with advisory_lock(engine, max(wait - lock_wait, 0.0)):
+            with advisory_lock(engine, max(wait - lock_wait, 0.0), on_notice):
                 lock_wait += time.monotonic() - asked
                 with record_run(engine, "run", source=source) as record:
                     sync_report = sync(
