@@ -78,6 +78,14 @@ class TableFindings:
                 self.removed_nul(column, row, count)
         return removed
 
+    def strip_columns(self, cells: dict[str, Any], columns: list[str], row: int) -> None:
+        """Remove NUL characters from these columns of a row's cells, in place."""
+        for column in columns:
+            clean, count = strip_nul(cells.get(column))
+            if count:
+                cells[column] = clean
+                self.removed_nul(column, row, count)
+
     def malformed_row(self, line: int, why: str) -> None:
         self.malformed[line] = why
 

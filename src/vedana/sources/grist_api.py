@@ -107,15 +107,17 @@ class GristApiSource:
             yield int(record["id"]), cells
 
     def _sql_pages(self, name: str, meta: TableMeta) -> Iterator[tuple[int, dict[str, Any]]]:
-        for record in self.raw_records(name):
-            yield int(record["id"]), decode_record(record, meta)
+        # raw_records counts the NULs of text cells as it removes them; _decoded those in blobs.
+        findings = self.findings.start(name, "row")
+        yield from _decoded(self.raw_records(name, findings), meta, findings, kept=False)
 
     # --- raw records, for a sync that keeps a copy of the document (`etl/grist_mirror.py`) ----
 
-    def raw_records(self, name: str) -> Iterator[dict[str, Any]]:
-        """Every row of the table as `/sql` sends it, paged by row id."""
+    def raw_records(self, name: str, findings: TableFindings | None = None) -> Iterator[dict[str, Any]]:
+        """Every row of the table as `/sql` sends it, paged by row id, NULs removed from text."""
         last_id = 0
-        findings = self.findings.start(name, "row")
+        if findings is None:
+            findings = self.findings.start(name, "row")
         query = f"SELECT * FROM {quote_ident(name)} WHERE id > ? ORDER BY id LIMIT ?"
         while True:
             page, nul = self.client.sql_page(query, [last_id, self.page_size])
@@ -150,14 +152,7 @@ class GristApiSource:
         meta = self.meta(name)
 
         def rows() -> Iterator[tuple[int, dict[str, Any]]]:
-            findings = self.findings.start(name, "row")
-            for record in records():
-                row_id = int(record["id"])
-                removed = record.get(NUL_REMOVED)
-                if removed:
-                    for column, count in removed.items():
-                        findings.removed_nul(column, row_id, count)
-                yield row_id, decode_record(record, meta)
+            return _decoded(records(), meta, self.findings.start(name, "row"), kept=True)
 
         return RawTable(name=name, columns=meta.columns, _rows=rows, row_count=row_count)
 
@@ -181,6 +176,23 @@ def _strip_page(page: list[dict[str, Any]], findings: TableFindings) -> None:
         removed = findings.strip_cells(record, int(record.get("id") or 0))
         if removed:
             record[NUL_REMOVED] = removed
+
+
+def _decoded(
+    records: Iterable[dict[str, Any]], meta: TableMeta, findings: TableFindings, *, kept: bool
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Decoded rows. NULs removed from text before the rows were kept (`kept`) are counted from
+    their mark; strings inside lists (JSON text, where a NUL is escaped, or a marshalled
+    `{"type": "Buffer"}`) are seen only once decoded, and are cleaned here: every cell is looked
+    at, a small cost beside fetching and parsing the row."""
+    for record in records:
+        row_id = int(record["id"])
+        if kept and (removed := record.get(NUL_REMOVED)):
+            for column, count in removed.items():
+                findings.removed_nul(column, row_id, count)
+        cells = decode_record(record, meta)
+        findings.strip_cells(cells, row_id)
+        yield row_id, cells
 
 
 def decode_record(record: dict[str, Any], meta: TableMeta) -> dict[str, Any]:

@@ -83,31 +83,32 @@ class GristFileSource:
             ]
             id_at = position["id"]
             findings = self.findings.start(name, "row")
-            # One scan in SQLite says whether any text cell holds a NUL; only then is each row
-            # looked at in Python.
-            nul = self._has_nul(name, list(position))
+            # One scan in SQLite says which columns may hold a NUL; only those are looked at.
+            nul = [c for c in self._nul_columns(name, list(position)) if c in meta.columns]
             for raw in cursor:
                 cells = {
                     col_id: from_sqlite(raw[at], column, None if helper_at is None else raw[helper_at])
                     for col_id, at, column, helper_at in plan
                 }
                 if nul:
-                    findings.strip_cells(cells, int(raw[id_at]))
+                    findings.strip_columns(cells, nul, int(raw[id_at]))
                 yield int(raw[id_at]), cells
 
         return RawTable(name=name, columns=meta.columns, _rows=rows, row_count=count)
 
-    def _has_nul(self, table: str, columns: list[str]) -> bool:
-        tests = " OR ".join(
-            f"(typeof({c}) = 'text' AND instr(CAST({c} AS BLOB), x'00') > 0)"
+    def _nul_columns(self, table: str, columns: list[str]) -> list[str]:
+        """The columns whose cells may hold a NUL character: text with one, or with one escaped
+        (`\\u0000` in the JSON of a ChoiceList or RefList), and marshalled values (formula lists),
+        whose strings cannot be seen from SQL. One scan in SQLite."""
+        if not columns:
+            return []
+        tests = ", ".join(
+            f"max(typeof({c}) = 'blob' OR (typeof({c}) = 'text' AND "
+            f"(instr(CAST({c} AS BLOB), x'00') > 0 OR instr({c}, '\\u0000') > 0)))"
             for c in map(quote_ident, columns)
         )
-        if not tests:
-            return False
-        return (
-            self._db.execute(f"SELECT 1 FROM {quote_ident(table)} WHERE {tests} LIMIT 1").fetchone()
-            is not None
-        )
+        flags = self._db.execute(f"SELECT {tests} FROM {quote_ident(table)}").fetchone()
+        return [c for c, flag in zip(columns, flags or (), strict=False) if flag]
 
     def state(self) -> str | None:
         # A write-ahead log next to the file holds changes not yet merged into it.
