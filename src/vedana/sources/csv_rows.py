@@ -25,9 +25,9 @@ _WHY = {
 
 
 def csv_header(lines: Iterable[str]) -> list[str]:
-    """The header row's column names."""
+    """The header row's column names (NULs removed, as `csv_records` removes and counts them)."""
     header = next(csv.reader(lines), None)
-    return _clean_header(header) if header else []
+    return _clean_header([h.replace(NUL, "") for h in header]) if header else []
 
 
 def _clean_header(header: list[str]) -> list[str]:
@@ -51,9 +51,12 @@ def csv_records(
         header = None
     if header is None:
         return [], iter(())
+    found = findings if findings is not None else TableFindings("", "line")
+    if NUL in "".join(header):  # a column's name; counted once, not again on a resumed download
+        names = [h.replace(NUL, "").strip() for h in header]
+        _strip_nul(header, names, 1, found if not skip else TableFindings("", "line"))
     header = _clean_header(header)
     width = len(header)
-    found = findings if findings is not None else TableFindings("", "line")
 
     def rows() -> Iterator[tuple[int, list[str]]]:
         number = 0
