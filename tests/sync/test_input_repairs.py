@@ -48,6 +48,9 @@ def with_nul(model: Doc, data: Doc) -> None:
     person.rows[1]["person_name"] = "B\x00\x00o"  # row 2
     person.rows[0]["person_tags"] = ["ch\x00ess", "go"]
     person.rows[1]["person_nickname"] = ["b\x00o"]  # a formula returning a list
+    teams = data.table("Teams")
+    assert teams is not None
+    teams.rows[0]["team_name"] = "R\x00ed"  # what person_team's Ref shows for p1
     anchors = model.table("Anchors")
     assert anchors is not None
     anchors.rows[0]["description"] = "A member\x00 of the club."
@@ -116,7 +119,7 @@ def test_nul_characters_are_removed_counted_and_reported(
         assert nickname in ("bo", ["bo"])  # a list where the source keeps one, as ever
         expected_nodes = {k: dict(v) for k, v in EXPECTED_NODES.items()}
         del expected_nodes[("person", "p2")]["person_nickname"]
-        assert nodes == expected_nodes  # "Ada", "Bo", ["chess", "go"] again
+        assert nodes == expected_nodes  # "Ada", "Bo", ["chess", "go"], "Red" again
         columns = {n["column"] for n in report["nul_characters"]}
         assert {"person_name", "person_tags", "person_nickname", "description"} <= columns
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from vedana.sources.base import Ref
+
 NUL = "\x00"
 _LISTED_ROWS = 10  # malformed rows named in a message; the rest are counted
 
@@ -23,11 +25,18 @@ def _plural(n: int, word: str) -> str:
 
 
 def strip_nul(value: Any) -> tuple[Any, int]:
-    """`value` without NUL characters, and how many were removed: text, and text inside lists
-    (ChoiceList, Grist's `["L", …]`); other values are returned as they are."""
+    """`value` without NUL characters, and how many were removed: text, text inside lists
+    (ChoiceList, Grist's `["L", …]`) and a reference's display values; other values are
+    returned as they are."""
     if value.__class__ is str:
         count = value.count(NUL)
         return (value.replace(NUL, ""), count) if count else (value, 0)
+    if value.__class__ is Ref and value.labels:  # display values of a reference
+        count = sum(label.count(NUL) for label in value.labels)
+        if count:
+            labels = tuple(label.replace(NUL, "") for label in value.labels)
+            return Ref(value.row_ids, labels, value.many), count
+        return value, 0
     if isinstance(value, list):
         total = 0
         items = []

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 from urllib.parse import quote
 
-from vedana.sources.base import CELL_ERROR, RawTable
+from vedana.sources.base import CELL_ERROR, RawTable, Ref
 from vedana.sources.cells import from_api, from_sqlite, unbuffer
 from vedana.sources.findings import SourceFindings, TableFindings
 from vedana.sources.grist_changes import DocChanges, read_changes
@@ -178,20 +178,26 @@ def _strip_page(page: list[dict[str, Any]], findings: TableFindings) -> None:
             record[NUL_REMOVED] = removed
 
 
+# Decoded values whose strings were escaped or marshalled while kept: lists, and references
+# (their display values come from a helper column, JSON text for a RefList).
+_MAY_HIDE_NUL = (list, Ref)
+
+
 def _decoded(
     records: Iterable[dict[str, Any]], meta: TableMeta, findings: TableFindings, *, kept: bool
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Decoded rows. NULs removed from text before the rows were kept (`kept`) are counted from
     their mark; strings inside lists (JSON text, where a NUL is escaped, or a marshalled
-    `{"type": "Buffer"}`) are seen only once decoded, and are cleaned here: every cell is looked
-    at, a small cost beside fetching and parsing the row."""
+    `{"type": "Buffer"}`) are seen only once decoded, and are cleaned here."""
     for record in records:
         row_id = int(record["id"])
         if kept and (removed := record.get(NUL_REMOVED)):
             for column, count in removed.items():
                 findings.removed_nul(column, row_id, count)
         cells = decode_record(record, meta)
-        findings.strip_cells(cells, row_id)
+        lists = [column for column, value in cells.items() if value.__class__ in _MAY_HIDE_NUL]
+        if lists:
+            findings.strip_columns(cells, lists, row_id)
         yield row_id, cells
 
 

@@ -84,7 +84,9 @@ class GristFileSource:
             id_at = position["id"]
             findings = self.findings.start(name, "row")
             # One scan in SQLite says which columns may hold a NUL; only those are looked at.
-            nul = [c for c in self._nul_columns(name, list(position)) if c in meta.columns]
+            flagged = set(self._nul_columns(name, list(position)))
+            # A reference shows its display helper's value: look at it when the helper has a NUL.
+            nul = [c for c in meta.columns if c in flagged or meta.display_helpers.get(c, "") in flagged]
             for raw in cursor:
                 cells = {
                     col_id: from_sqlite(raw[at], column, None if helper_at is None else raw[helper_at])
