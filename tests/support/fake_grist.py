@@ -2,9 +2,11 @@
 grist-core does (the shapes in DESIGN §4): tables, columns (incl. `hidden=true`), records
 (`["L", …]` lists, errors as `null` + `errors` or as `["E", …]`), `/sql` (GET `q=` or POST
 `{"sql", "args"}`, run on the document's real SQLite form, blobs as `{"type": "Buffer"}`),
-the CSV export, `/states` with a history of the document's contents and `/compare` between
-two of them (Grist's action summary: rows added/updated/removed per table, tables and columns
-added or removed, column metadata changes), and the real error bodies for 401/403/404.
+the CSV export (display text as grist-core formats it: `Table[7]`, `#DIV/0!`, `2024-03-15
+10:30am`; headed by label, or by id with `header=colId`), `/states` with a history of the
+document's contents and `/compare` between two of them (Grist's action summary: rows
+added/updated/removed per table, tables and columns added or removed, column metadata changes),
+and the real error bodies for 401/403/404.
 
 `rows_served` counts the data rows `/sql` answered with, per table: what a sync downloaded.
 
@@ -217,7 +219,8 @@ def _handler(grist: FakeGrist) -> type[BaseHTTPRequestHandler]:
                 table = doc.table(query.get("tableId", ""))
                 if table is None:
                     return self._json(404, {"error": f'Table not found "{query.get("tableId", "")}"'})
-                return self._send(200, csv_text(doc, table).encode(), "text/csv; charset=utf-8", cut)
+                body = csv_text(doc, table, header=query.get("header", "label")).encode()
+                return self._send(200, body, "text/csv; charset=utf-8", cut)
             if len(rest) == 3 and rest[0] == "tables":
                 table = doc.table(rest[1])
                 if table is None:
