@@ -22,6 +22,7 @@ from support.grist_files import Attr, CellError, Col, Doc, LinkSpec, Table, mode
 from support.sync_kb import API_KEY, blank_staging, live_edges, live_nodes
 from vedana.cli.app import app
 from vedana.config import reset_settings
+from vedana.errors import GristError
 
 MODEL_ID, DATA_ID = "shelfModelDoc1", "shelfDataDoc01"
 ADDED = datetime(2024, 3, 15, 10, 30, 5, 250000, tzinfo=UTC)  # 6:30:05.25am in New York
@@ -249,3 +250,29 @@ def test_with_no_stored_values_the_shown_text_is_read_and_the_losses_said_once(
     assert added.startswith(
         "Anchor_book.added (DateTime:America/New_York): read from the CSV export as shown"
     )
+
+
+def test_an_edit_between_the_export_and_the_stored_values_stops_the_sync(
+    shelf: FakeGrist, pg_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows are matched by position (the export has no row ids): an edit landing between the two
+    reads must fail the sync with one clear line, never pair one row's cells with another's."""
+    books = shelf.docs[DATA_ID].table("Anchor_book")
+    assert books is not None
+    # The data document's first /sql read is Anchor_book's stored values; its export comes next.
+    shelf.after(f"/api/docs/{DATA_ID}/sql", lambda: books.rows[0].update(book_id="b1-renamed"))
+    for name, value in {"GRIST_SERVER_URL": shelf.url, "GRIST_API_KEY": API_KEY}.items():
+        monkeypatch.setenv(name, value)
+    reset_settings()
+
+    result = CliRunner().invoke(app, ["sync", "--csv", "--data-model", MODEL_ID, "--data", DATA_ID])
+
+    # `main()` prints a GristError as its one `error:` line (CliRunner hands the error back).
+    assert isinstance(result.exception, GristError), result.output
+    assert str(result.exception) == (
+        f"the CSV export of 'Anchor_book' and its stored values from {shelf.url} disagree at "
+        "line 2: the document changed while it was read; sync again"
+    )
+    # Nothing was written; the next sync, on the settled document, goes through.
+    assert live_nodes(pg_engine) == {}
+    assert sync_cli(shelf, monkeypatch, "--csv")["nodes"]["book"]["loaded"] == 2
