@@ -276,3 +276,21 @@ def test_an_edit_between_the_export_and_the_stored_values_stops_the_sync(
     # Nothing was written; the next sync, on the settled document, goes through.
     assert live_nodes(pg_engine) == {}
     assert sync_cli(shelf, monkeypatch, "--csv")["nodes"]["book"]["loaded"] == 2
+
+
+def test_check_lint_says_what_the_export_lost(shelf: FakeGrist, monkeypatch: pytest.MonkeyPatch) -> None:
+    shelf.fail("/sql", status=403, times=1000)
+    shelf.fail("/records", status=403, times=1000)
+    for name, value in {"GRIST_SERVER_URL": shelf.url, "GRIST_API_KEY": API_KEY}.items():
+        monkeypatch.setenv(name, value)
+    reset_settings()
+
+    result = CliRunner().invoke(
+        app, ["check", "--only", "lint", "--csv", "--data-model", MODEL_ID, "--data", DATA_ID, "--json"]
+    )
+
+    problems = json.loads(result.stdout)["problems"]
+    lost = [p for p in problems if p["code"] == "lint.source-loss"]
+    assert lost and all(p["severity"] == "warning" for p in lost)
+    assert len({p["message"] for p in lost}) == len(lost)  # once each
+    assert any(p["message"].startswith("Anchor_book.added (DateTime:America/New_York)") for p in lost)
