@@ -56,7 +56,7 @@ def shelf_model() -> Doc:
 def shelf_data() -> Doc:
     book_cols = [
         Col("book_id"),
-        Col("title"),
+        Col("title", label="Title"),  # the export is asked for ids as its header, not labels
         Col("price", "Numeric"),
         Col("pages", "Int", options={"numMode": "decimal"}),  # shown as 1,234
         Col("in_print", "Bool"),
