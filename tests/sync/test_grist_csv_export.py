@@ -175,6 +175,7 @@ def test_csv_export_gives_the_same_staging_as_the_api(
     csv = sync_cli(shelf, monkeypatch, "--csv")
 
     assert csv["sources"]["data"].endswith("(CSV export)")
+    assert shelf.paths("/download/csv?tableId=Anchor_book&header=colId")
     assert (live_nodes(pg_engine), live_edges(pg_engine)) == (nodes, edges)
     assert counts(csv) == counts(api)
     assert csv["notes"] == api["notes"] == []
