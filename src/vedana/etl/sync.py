@@ -103,6 +103,8 @@ def sync(
                         report.grist_fetch = fetch
                     with engine.begin() as conn:
                         _sync_into(conn, model_source, rows_source, report, progress)
+                        # What a source could not carry (the CSV export's lost columns), said once.
+                        report.notes += [n for s in sources for n in getattr(s, "notes", ())]
                         _store_states(conn, states, data_model_only, report.data_model.changed)
                         if data_source is not None:
                             _store_where_from(conn, data_source)

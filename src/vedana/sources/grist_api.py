@@ -87,16 +87,7 @@ class GristApiSource:
     def _records(self, name: str, meta: TableMeta) -> Iterator[tuple[int, dict[str, Any]]]:
         body = self.client.get_json(f"tables/{quote(name, safe='')}/records", {"hidden": "true"})
         for record in body.get("records", []):
-            fields = record.get("fields", {})
-            errors = record.get("errors") or {}
-            cells: dict[str, Any] = {}
-            for col_id, column in meta.columns.items():
-                if col_id in errors:
-                    cells[col_id] = CELL_ERROR
-                elif col_id in fields:
-                    helper = meta.display_helpers.get(col_id)
-                    cells[col_id] = from_api(fields[col_id], column, fields.get(helper) if helper else None)
-            yield int(record["id"]), cells
+            yield int(record["id"]), decode_api_record(record, meta)
 
     def _sql_pages(self, name: str, meta: TableMeta) -> Iterator[tuple[int, dict[str, Any]]]:
         for record in self.raw_records(name):
@@ -104,10 +95,12 @@ class GristApiSource:
 
     # --- raw records, for a sync that keeps a copy of the document (`etl/grist_mirror.py`) ----
 
-    def raw_records(self, name: str) -> Iterator[dict[str, Any]]:
-        """Every row of the table as `/sql` sends it, paged by row id."""
+    def raw_records(self, name: str, columns: list[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Every row of the table as `/sql` sends it (only `id` and `columns`, if given), paged
+        by row id."""
         last_id = 0
-        query = f"SELECT * FROM {quote_ident(name)} WHERE id > ? ORDER BY id LIMIT ?"
+        selected = ", ".join(quote_ident(c) for c in ["id", *columns]) if columns is not None else "*"
+        query = f"SELECT {selected} FROM {quote_ident(name)} WHERE id > ? ORDER BY id LIMIT ?"
         while True:
             page = self.client.sql(query, [last_id, self.page_size])
             self.rows_fetched += len(page)
@@ -153,6 +146,21 @@ class GristApiSource:
 
     def close(self) -> None:
         self.client.close()
+
+
+def decode_api_record(record: dict[str, Any], meta: TableMeta) -> dict[str, Any]:
+    """A `/records` record's cells (a failed cell is `null` plus an entry in `errors`, or
+    `["E", …]` itself)."""
+    fields = record.get("fields", {})
+    errors = record.get("errors") or {}
+    cells: dict[str, Any] = {}
+    for col_id, column in meta.columns.items():
+        if col_id in errors:
+            cells[col_id] = CELL_ERROR
+        elif col_id in fields:
+            helper = meta.display_helpers.get(col_id)
+            cells[col_id] = from_api(fields[col_id], column, fields.get(helper) if helper else None)
+    return cells
 
 
 def decode_record(record: dict[str, Any], meta: TableMeta) -> dict[str, Any]:
