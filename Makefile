@@ -24,8 +24,8 @@ test: install
 
 # The README's command outputs are generated (scripts/readme_outputs.py): lint fails when they drift.
 lint: install
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench standins
+	$(BIN)/ruff format --check src tests bench standins
 	$(BIN)/mypy
 	$(BIN)/python scripts/readme_outputs.py --check
 
@@ -34,8 +34,8 @@ docs: install
 	$(BIN)/python scripts/readme_outputs.py
 
 format: install
-	$(BIN)/ruff format src tests bench
-	$(BIN)/ruff check --fix src tests bench
+	$(BIN)/ruff format src tests bench standins
+	$(BIN)/ruff check --fix src tests bench standins
 
 bench: install
 	$(BIN)/python -m bench

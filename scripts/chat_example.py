@@ -1,7 +1,7 @@
 """The README's conversation example, produced for real: samples/people synced and indexed on
 the embedded services in a temporary VEDANA_HOME, a two-turn `vedana chat` over a pipe (the
 follow-up only makes sense with the first turn), then `vedana ask --thread` and `vedana threads`, with the tests' OpenAI-compatible stand-in
-(tests/support/fake_llm.py) playing the model by rule from what it is sent.
+(standins/fake_llm.py) playing the model by rule from what it is sent.
 
     .venv/bin/python scripts/chat_example.py
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
-from support.fake_llm import FakeLLM, answer, tool_calls  # noqa: E402
+from standins.fake_llm import FakeLLM, answer, tool_calls  # noqa: E402
 
 PEOPLE_OF = "MATCH (p:person)-[:PERSON_has_INTEREST]-(i:interest {{id: '{id}'}}) RETURN p.id AS id, p.person_name AS name ORDER BY name"
 IN_CITY = "MATCH (p:person)-[:PERSON_lives_in_CITY]->(c:city {{city_name: '{city}'}}) WHERE p.id IN {ids} RETURN p.id AS id, p.person_name AS name ORDER BY name"

@@ -1,7 +1,7 @@
 """The README's `vedana eval` example, produced for real on samples/people and its 22-question
 golden set (samples/people/golden.csv).
 
-The tests' OpenAI-compatible stand-in (tests/support/fake_llm.py) plays the models, by rule: for
+The tests' OpenAI-compatible stand-in (standins/fake_llm.py) plays the models, by rule: for
 each question it makes the moves a careful model would — a vector search for the name it was
 given, then one Cypher query anchored on the hit's id — and answers with the rows that came
 back. Everything between is vedana's own: the agent loop, the local embeddings, pgvector,
@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
-from support.fake_llm import FakeLLM, answer, http_error, structured, tool_calls  # noqa: E402
+from standins.fake_llm import FakeLLM, answer, http_error, structured, tool_calls  # noqa: E402
 
 PEOPLE_OF = "MATCH (p:person)-[:PERSON_has_INTEREST]->(i:interest {{id: '{id}'}}) RETURN p.person_name AS name ORDER BY name"
 COUNT_OF = "MATCH (p:person)-[:PERSON_has_INTEREST]->(i:interest {{id: '{id}'}}) RETURN count(p) AS people"

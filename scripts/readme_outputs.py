@@ -115,12 +115,12 @@ def generate(cli: Cli) -> dict[str, str]:
 
 
 def _ask(cli: Cli) -> str:
-    """`vedana ask` through the scripted LLM stand-in the tests use (tests/support/fake_llm.py):
+    """`vedana ask` through the scripted LLM stand-in the tests use (standins/fake_llm.py):
     the model's moves are scripted, everything else (filter, tools, search, Cypher, trace) is real."""
     import json
 
-    sys.path.insert(0, str(ROOT / "tests"))
-    from support.fake_llm import FakeLLM, answer, structured, tool_calls
+    sys.path.insert(0, str(ROOT))
+    from standins.fake_llm import FakeLLM, answer, structured, tool_calls
 
     def results(body: dict) -> list[dict]:
         return [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
