@@ -43,15 +43,33 @@ class Group:
     make: Callable[[Path], dict[str, str]]
 
 
+def steady_length(value: Any) -> int:
+    """The stand-in's measure of what it is sent: the JSON text without the tool-call ids, which
+    it numbers in the order requests arrive (questions run concurrently in `vedana eval`), so its
+    token counts are the same on every run."""
+    return len(CALL_ID.sub("call_", json.dumps(value)))
+
+
+CALL_ID = re.compile(r"call_\d+")
+
+
+def stand_in() -> FakeLLM:
+    return FakeLLM(measure=steady_length)
+
+
 def sources(sample: Path) -> list[str]:
     return ["--data-model", str(sample / "model"), "--data", str(sample / "data")]
 
 
 def llm_environ(llm: FakeLLM, model: str = "stand-in", **more: str) -> Any:
-    return environ(MODEL=llm.model(model), VEDANA_LLM_API_BASE=llm.api_base, OPENAI_API_KEY="sk-stand-in", **more)
+    return environ(
+        MODEL=llm.model(model), VEDANA_LLM_API_BASE=llm.api_base, OPENAI_API_KEY="sk-stand-in", **more
+    )
 
 
 # --- samples/regulations -----------------------------------------------------------------------
+
+SEARCH = ("document_chunk", "document_chunk_text", "fines for late reporting", "--top-n", "3")
 
 
 def regulations(work: Path) -> dict[str, str]:
@@ -60,10 +78,7 @@ def regulations(work: Path) -> dict[str, str]:
         return {
             "sync": cli("sync", *sources(REGULATIONS)),
             "index": cli("index"),
-            "search": cli(
-                "search", "document_chunk", "document_chunk_text", "fines for late reporting", "--top-n", "3",
-                show=True,
-            ),  # fmt: skip
+            "search": cli("search", *SEARCH, show=True),
             "cypher": cli(
                 "cypher",
                 "MATCH (d:document)-[:DOCUMENT_covers_REGULATION]->(r:regulation) "
@@ -104,7 +119,7 @@ def ask(cli: Cli) -> str:
         document = row["document"] if isinstance(row, dict) else row[0]
         return answer(f"{chunk['value']} (from {document!r}, paragraph {chunk['node_id']})")
 
-    with FakeLLM() as llm:
+    with stand_in() as llm:
         llm.filter.append(
             structured(
                 {
@@ -161,7 +176,11 @@ def grist(work: Path) -> dict[str, str]:
                 lines.append(cli("sync"))
             finally:
                 cli("services", "stop")
-    return {"grist-changes": "".join(line for out in lines for line in out.splitlines(True) if line.startswith("Grist:"))}
+    return {
+        "grist-changes": "".join(
+            line for out in lines for line in out.splitlines(True) if line.startswith("Grist:")
+        )
+    }
 
 
 # --- samples/people: make demo, then model, chat, mcp, eval, run -------------------------------
@@ -244,12 +263,14 @@ def chat_model(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def chat(cli: Cli) -> str:
-    with FakeLLM() as llm, llm_environ(llm, ENABLE_DM_FILTERING="false"):
+    with stand_in() as llm, llm_environ(llm, ENABLE_DM_FILTERING="false"):
         llm.agent.append(chat_model)
         out = cli("chat", input=f"{FIRST}\n{FOLLOW_UP}\n")
         thread = re.search(r"thread: (\w+)", out)
         assert thread is not None, out
-        follow = cli("ask", "Which of them live in Kyoto?", "--thread", thread.group(1), "--no-trace", show=True)
+        follow = cli(
+            "ask", "Which of them live in Kyoto?", "--thread", thread.group(1), "--no-trace", show=True
+        )
         listed = cli("threads", show=True)
     text = f"$ printf '{FIRST}\\n{FOLLOW_UP}\\n' | vedana chat\n{out}\n{follow}\n{listed}"
     return text.replace(thread.group(1), "<thread>")  # a random id
@@ -273,7 +294,10 @@ def mcp(home: Path) -> str:
             lines.append("tools/list →")
             for tool in tools.tools:
                 schema = tool.input_schema["properties"]
-                args = ", ".join(f"{k}: {'|'.join(v['enum']) if 'enum' in v else v.get('type', 'any')}" for k, v in schema.items())
+                args = ", ".join(
+                    f"{k}: {'|'.join(v['enum']) if 'enum' in v else v.get('type', 'any')}"
+                    for k, v in schema.items()
+                )
                 lines.append(f"  {tool.name}({args})  readOnlyHint={tool.annotations.read_only_hint}")
             search = {"label": "interest", "property": "interest_name", "text": "quokkas"}
             result = await client.call_tool("vector_text_search", search)
@@ -288,7 +312,9 @@ def mcp(home: Path) -> str:
             lines.append(f"cypher({query!r}) →")
             lines.append("  " + result.content[0].text)
             refused = await client.call_tool("cypher", {"query": "MATCH (n) DETACH DELETE n"})
-            lines.append(f"cypher('MATCH (n) DETACH DELETE n') → isError={refused.is_error}: {refused.content[0].text}")
+            lines.append(
+                f"cypher('MATCH (n) DETACH DELETE n') → isError={refused.is_error}: {refused.content[0].text}"
+            )
 
     asyncio.run(session())
     return "\n".join(lines) + "\n"
@@ -325,7 +351,10 @@ PLAN: dict[str, tuple[tuple[str, str, str] | None, str]] = {
         _person("Jonas Park"),
         "MATCH (p:person {{id: '{id}'}})-[:PERSON_lives_in_CITY]->(c:city) RETURN c.city_name AS city",
     ),
-    "Which country is Porto in?": (_city("Porto"), "MATCH (c:city {{id: '{id}'}}) RETURN c.city_country AS country"),
+    "Which country is Porto in?": (
+        _city("Porto"),
+        "MATCH (c:city {{id: '{id}'}}) RETURN c.city_country AS country",
+    ),
     "Who is interested in medieval furniture?": (_interest("medieval furniture"), EVAL_PEOPLE_OF),
     "Who is interested in georgian cooking?": (_interest("georgian cooking"), EVAL_PEOPLE_OF),
     "Who is interested in viking age coins?": (_interest("viking age coins"), EVAL_PEOPLE_OF),
@@ -347,7 +376,10 @@ PLAN: dict[str, tuple[tuple[str, str, str] | None, str]] = {
         None,
         "MATCH (i:interest {interest_category: 'science'}) RETURN count(i) AS interests",
     ),
-    "How many people are mentors?": (None, "MATCH (p:person {person_is_mentor: true}) RETURN count(p) AS mentors"),
+    "How many people are mentors?": (
+        None,
+        "MATCH (p:person {person_is_mentor: true}) RETURN count(p) AS mentors",
+    ),
     "Which people interested in storm chasing live in Bologna?": (
         _interest("storm chasing"),
         BOTH.replace("{city}", "Bologna"),
@@ -425,7 +457,9 @@ def judge(body: dict[str, Any]) -> dict[str, Any]:
     from vedana.eval.score import item_scores
 
     prompt = body["messages"][-1]["content"]
-    expected = prompt.split("Expected answer (the facts that must be there):", 1)[1].split("\n\n", 1)[0].strip()
+    expected = (
+        prompt.split("Expected answer (the facts that must be there):", 1)[1].split("\n\n", 1)[0].strip()
+    )
     given = prompt.split("The assistant's answer:", 1)[1].split("\n\nPass it when", 1)[0].strip()
     score = item_scores(expected, given)
     comment = f"misses {', '.join(score.missing)}" if score.missing else "every expected item is there"
@@ -435,7 +469,7 @@ def judge(body: dict[str, Any]) -> dict[str, Any]:
 
 def evaluate(cli: Cli) -> str:
     out = []
-    with FakeLLM() as llm, llm_environ(llm, ENABLE_DM_FILTERING="false", JUDGE_MODEL=llm.model("judge")):
+    with stand_in() as llm, llm_environ(llm, ENABLE_DM_FILTERING="false", JUDGE_MODEL=llm.model("judge")):
         llm.judge.append(judge)
         for model, extra, mistakes in (("model-a", [], True), ("model-b", ["--compare-last"], False)):
             llm.agent.clear()
@@ -475,7 +509,9 @@ def _edit_csv(path: Path, edit: Callable[[list[dict[str, str]]], list[dict[str, 
 
 
 GROUPS = {
-    "regulations": Group(("sync", "index", "search", "cypher", "ask", "runs", "check", "services"), regulations),
+    "regulations": Group(
+        ("sync", "index", "search", "cypher", "ask", "runs", "check", "services"), regulations
+    ),
     "grist": Group(("grist-changes",), grist),
     "people": Group(("demo", "model", "chat", "mcp", "eval", "run", "run-unchanged"), people),
 }
