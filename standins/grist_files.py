@@ -8,7 +8,7 @@ when naive), Ref a row id (0/None = empty), RefList/ChoiceList a list, a failed 
 - `build_grist_file(doc, path)` writes a `.grist` file (SQLite + `_grist_Tables`,
   `_grist_Tables_column`, `manualSort`, `gristHelper_Display*` columns) as Grist stores it;
 - `api_records(...)`, `csv_text(...)` render the REST `/records` answer and the CSV export
-  (used by `support.fake_grist`);
+  (used by `standins.fake_grist`);
 - `write_csv_folder(doc, folder)` writes the CSV export of every table into a folder.
 
 Built from what the real server answers (see DESIGN §4), not by importing anything from vedana.

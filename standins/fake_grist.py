@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from support.grist_files import Doc, api_records, build_sqlite, csv_text
+from standins.grist_files import Doc, api_records, build_sqlite, csv_text
 
 
 @dataclass
