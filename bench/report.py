@@ -322,8 +322,30 @@ def render(results: dict[str, Any], console: Any) -> None:
         "add the local query-embedding time for the agent's tool.",
         f"wall time {results.get('wall_s')} s",
     ]
+    notes[-1:-1] = _few_vectors_notes(sizes)
     for note in notes:
         console.print(f"· {note}", highlight=False)
+
+
+SEARCH_AT_VECTORS = 100_000  # issue 13: search latency must hold at this many vectors
+
+
+def _few_vectors_notes(sizes: list[dict[str, Any]]) -> list[str]:
+    """Say so when the search probe ran on fewer vectors than the issue's figure needs (the
+    people shape has ~0.2 vectors per data row: 20,200 at 100k rows, 101,000 at 500k)."""
+    notes = []
+    for size in sizes:
+        vectors = _get(size, "phases", "search", "vectors")
+        if vectors is None:
+            continue
+        count = sum(vectors.values())
+        if count < SEARCH_AT_VECTORS:
+            notes.append(
+                f"vector search at {size_label(size['rows'])} ran on {count:,} vectors, fewer than "
+                f"{SEARCH_AT_VECTORS:,}: for that figure use a larger size (people: --sizes 500k → 101,000 "
+                "vectors) with --phases search"
+            )
+    return notes
 
 
 def _md_table(header: list[str], rows: list[list[str]], align_left: tuple[int, ...] = ()) -> str:
