@@ -97,3 +97,12 @@ def test_hash_pass_finds_exactly_the_edited_rows(tmp_path: Path) -> None:
         csv.writer(f, lineterminator="\n").writerows(rows)
     third = hash_pass(data, second.hashes)
     assert (third.changed, third.new, third.gone) == (0, 1, 1)
+
+
+def test_a_search_on_fewer_than_100k_vectors_is_pointed_out() -> None:
+    from bench.report import _few_vectors_notes
+
+    small = {"rows": 100_000, "phases": {"search": {"vectors": {"node": 20_200, "edge": 0}}}}
+    large = {"rows": 500_000, "phases": {"search": {"vectors": {"node": 101_000, "edge": 0}}}}
+    [note] = _few_vectors_notes([small, large, {"rows": 10, "phases": {}}])
+    assert "at 100k ran on 20,200 vectors" in note
