@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import Engine
 from typer.testing import CliRunner
 
-from support.fake_grist import FakeGrist
-from support.grist_files import Attr, CellError, Col, Doc, LinkSpec, Table, model_doc
+from standins.fake_grist import FakeGrist
+from standins.grist_files import Attr, CellError, Col, Doc, LinkSpec, Table, model_doc
 from support.sync_kb import API_KEY, blank_staging, live_edges, live_nodes
 from vedana.cli.app import app
 from vedana.config import reset_settings
