@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.fake_llm import FakeLLM, answer, tool_calls
+from standins.fake_llm import FakeLLM, answer, tool_calls
 from vedana.datamodel import DataModel
 from vedana.stores.graph import GraphStore
 

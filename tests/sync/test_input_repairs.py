@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import Engine
 from typer.testing import CliRunner
 
-from support.fake_grist import FakeGrist
-from support.grist_files import Doc, build_grist_file, csv_text, write_csv_folder
+from standins.fake_grist import FakeGrist
+from standins.grist_files import Doc, build_grist_file, csv_text, write_csv_folder
 from support.sync_kb import API_KEY, DATA_DOC_ID, EXPECTED_NODES, MODEL_DOC_ID, live_nodes
 from vedana.cli.app import app
 from vedana.config import reset_settings
@@ -188,10 +188,10 @@ def test_malformed_csv_rows_are_skipped_and_reported(
 def test_malformed_rows_of_the_grist_csv_export(
     model: Doc, data: Doc, monkeypatch: pytest.MonkeyPatch, pg_engine: Engine
 ) -> None:
-    import support.fake_grist as fake_grist
+    import standins.fake_grist as fake_grist
 
-    def export(doc: Doc, table: Any) -> str:
-        text = csv_text(doc, table)
+    def export(doc: Doc, table: Any, **options: Any) -> str:
+        text = csv_text(doc, table, **options)
         return ragged(text) if table.id == "Anchor_person" else text
 
     monkeypatch.setattr(fake_grist, "csv_text", export)

@@ -107,6 +107,8 @@ def sync(
                         report.grist_fetch = fetch
                     with engine.begin() as conn:
                         _sync_into(conn, model_source, rows_source, report, progress)
+                        # What a source could not carry (the CSV export's lost columns), said once.
+                        report.notes += [n for s in sources for n in getattr(s, "notes", ())]
                         report.findings = findings_of(model_source, rows_source)
                         if strict and report.findings:
                             raise SourceError(strict_failure(report.warnings))

@@ -73,6 +73,8 @@ def lint(
         else:
             result.details["data"] = "not linted: pass --data or set GRIST_DATA_DOC_ID"
         lint_sources(model_source, data_source, result)
+        for source in sources:  # what a source could not carry (the CSV export's lost columns)
+            result.problems += [warning("lint.source-loss", note) for note in getattr(source, "notes", ())]
     except VedanaError as exc:
         result.problems.append(
             error(

@@ -87,6 +87,11 @@ class TableFindings:
                 self.removed_nul(column, row, count)
         return removed
 
+    def stripped(self, cells: dict[str, Any], row: int) -> dict[str, Any]:
+        """`cells` with NUL characters removed (in place), for use in an expression."""
+        self.strip_cells(cells, row)
+        return cells
+
     def strip_columns(self, cells: dict[str, Any], columns: list[str], row: int) -> None:
         """Remove NUL characters from these columns of a row's cells, in place."""
         for column in columns:

@@ -93,32 +93,28 @@ class GristApiSource:
         body = self.client.get_json(f"tables/{quote(name, safe='')}/records", {"hidden": "true"})
         findings = self.findings.start(name, "row")
         for record in body.get("records", []):
-            fields = record.get("fields", {})
-            errors = record.get("errors") or {}
-            cells: dict[str, Any] = {}
-            for col_id, column in meta.columns.items():
-                if col_id in errors:
-                    cells[col_id] = CELL_ERROR
-                elif col_id in fields:
-                    helper = meta.display_helpers.get(col_id)
-                    cells[col_id] = from_api(fields[col_id], column, fields.get(helper) if helper else None)
+            cells = decode_api_record(record, meta)
             # The Data Model's tables are small: every record is looked at.
             findings.strip_cells(cells, int(record["id"]))
             yield int(record["id"]), cells
 
     def _sql_pages(self, name: str, meta: TableMeta) -> Iterator[tuple[int, dict[str, Any]]]:
-        # raw_records counts the NULs of text cells as it removes them; _decoded those in blobs.
+        # raw_records counts the NULs of text cells as it removes them; decoded_rows those in lists.
         findings = self.findings.start(name, "row")
-        yield from _decoded(self.raw_records(name, findings), meta, findings, kept=False)
+        yield from decoded_rows(self.raw_records(name, findings=findings), meta, findings, kept=False)
 
     # --- raw records, for a sync that keeps a copy of the document (`etl/grist_mirror.py`) ----
 
-    def raw_records(self, name: str, findings: TableFindings | None = None) -> Iterator[dict[str, Any]]:
-        """Every row of the table as `/sql` sends it, paged by row id, NULs removed from text."""
+    def raw_records(
+        self, name: str, columns: list[str] | None = None, *, findings: TableFindings | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every row of the table as `/sql` sends it (only `id` and `columns`, if given), paged
+        by row id, NUL characters removed from its text (and counted in `findings`)."""
         last_id = 0
         if findings is None:
             findings = self.findings.start(name, "row")
-        query = f"SELECT * FROM {quote_ident(name)} WHERE id > ? ORDER BY id LIMIT ?"
+        selected = ", ".join(quote_ident(c) for c in ["id", *columns]) if columns is not None else "*"
+        query = f"SELECT {selected} FROM {quote_ident(name)} WHERE id > ? ORDER BY id LIMIT ?"
         while True:
             page, nul = self.client.sql_page(query, [last_id, self.page_size])
             self.rows_fetched += len(page)
@@ -152,7 +148,7 @@ class GristApiSource:
         meta = self.meta(name)
 
         def rows() -> Iterator[tuple[int, dict[str, Any]]]:
-            return _decoded(records(), meta, self.findings.start(name, "row"), kept=True)
+            return decoded_rows(records(), meta, self.findings.start(name, "row"), kept=True)
 
         return RawTable(name=name, columns=meta.columns, _rows=rows, row_count=row_count)
 
@@ -183,7 +179,7 @@ def _strip_page(page: list[dict[str, Any]], findings: TableFindings) -> None:
 _MAY_HIDE_NUL = (list, Ref)
 
 
-def _decoded(
+def decoded_rows(
     records: Iterable[dict[str, Any]], meta: TableMeta, findings: TableFindings, *, kept: bool
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Decoded rows. NULs removed from text before the rows were kept (`kept`) are counted from
@@ -199,6 +195,21 @@ def _decoded(
         if lists:
             findings.strip_columns(cells, lists, row_id)
         yield row_id, cells
+
+
+def decode_api_record(record: dict[str, Any], meta: TableMeta) -> dict[str, Any]:
+    """A `/records` record's cells (a failed cell is `null` plus an entry in `errors`, or
+    `["E", …]` itself)."""
+    fields = record.get("fields", {})
+    errors = record.get("errors") or {}
+    cells: dict[str, Any] = {}
+    for col_id, column in meta.columns.items():
+        if col_id in errors:
+            cells[col_id] = CELL_ERROR
+        elif col_id in fields:
+            helper = meta.display_helpers.get(col_id)
+            cells[col_id] = from_api(fields[col_id], column, fields.get(helper) if helper else None)
+    return cells
 
 
 def decode_record(record: dict[str, Any], meta: TableMeta) -> dict[str, Any]:

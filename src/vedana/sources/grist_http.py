@@ -137,6 +137,11 @@ class GristClient(GristDocAPI):
         )
 
     def _error(self, resp: requests.Response, url: str, attempts: int) -> GristError:
+        error = self._answered_error(resp, url, attempts)
+        error.status = resp.status_code
+        return error
+
+    def _answered_error(self, resp: requests.Response, url: str, attempts: int) -> GristError:
         message = _server_message(resp, self._api_key if self._has_key else "")
         resp.close()
         status = resp.status_code
