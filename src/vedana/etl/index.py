@@ -165,7 +165,7 @@ def index(
     progress: Progress = on_progress or (lambda stage, done, total: None)
     own_graph = graph is None
     try:
-        with writer_lock(engine) if lock else nullcontext():
+        with writer_lock(engine, on_notice=on_notice) if lock else nullcontext():
             from vedana.stores.run_log import record_run
 
             with record_run(engine, "index") as run:

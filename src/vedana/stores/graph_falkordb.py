@@ -31,7 +31,11 @@ _NOT_ON_FALKORDB = {
     "show": "SHOW statements are Memgraph/Neo4j commands that FalkorDB does not have; "
     "use CALL db.labels(), CALL db.relationshipTypes() or CALL db.indexes()",
 }
-_EMPTY_KEY = "empty key"  # FalkorDB's error for reading a graph that was never created
+_EMPTY_KEY = "empty key"
+_MEMORY_EXCEEDED = "mem consumption exceeded capacity"  # FalkorDB's error past QUERY_MEM_CAPACITY
+_TOO_MUCH_MEMORY = (
+    "the query used too much memory"  # FalkorDB's error for reading a graph that was never created
+)
 _STATS = (
     "nodes_created",
     "nodes_deleted",
@@ -46,11 +50,18 @@ _STATS = (
 class FalkorGraph(GraphStore):
     engine = "falkordb"
 
-    def __init__(self, socket_path: Path | str, graph_name: str = DEFAULT_GRAPH_NAME) -> None:
+    def __init__(
+        self,
+        socket_path: Path | str,
+        graph_name: str = DEFAULT_GRAPH_NAME,
+        *,
+        query_memory_mb: int | None = None,
+    ) -> None:
         from falkordb import FalkorDB
 
         self.socket_path = Path(socket_path)
         self.graph_name = graph_name
+        self.query_memory_mb = query_memory_mb  # the server's per-query cap, for the error message
         self._db = FalkorDB(unix_socket_path=str(socket_path))
         self._graph = self._db.select_graph(graph_name)
         self._deadline_graphs: dict[float, Any] = {}
@@ -71,11 +82,15 @@ class FalkorGraph(GraphStore):
         return found
 
     @classmethod
-    def embedded(cls, home: Path, graph_name: str = DEFAULT_GRAPH_NAME) -> FalkorGraph:
-        """The graph on the embedded FalkorDB under `home`, starting the server if needed."""
+    def embedded(
+        cls, home: Path, graph_name: str = DEFAULT_GRAPH_NAME, *, query_memory_mb: int | None = None
+    ) -> FalkorGraph:
+        """The graph on the embedded FalkorDB under `home`, starting the server if needed, with
+        `query_memory_mb` as its per-query memory cap when given."""
         from vedana.stores.embedded_falkordb import ensure_falkordb
 
-        return cls(ensure_falkordb(home), graph_name)
+        sock = ensure_falkordb(home, query_memory_mb=query_memory_mb)
+        return cls(sock, graph_name, query_memory_mb=query_memory_mb)
 
     def query(
         self,
@@ -125,8 +140,8 @@ class FalkorGraph(GraphStore):
         try:
             result = self._execute(capped.text, params, read_only=True, timeout_s=timeout_s)
         except CypherError as exc:
-            if "timed out" in str(exc).lower():
-                raise  # running it again would only take as long
+            if "timed out" in str(exc).lower() or _TOO_MUCH_MEMORY in str(exc):
+                raise  # running it again would only take as long, or as much
             return None  # the query as written gives the error the caller can act on
         rows = in_query_order(capped, [_text(column[1]) for column in result.header], result.result_set)
         return None if rows is None else (capped.columns, rows, result)
@@ -179,6 +194,8 @@ class FalkorGraph(GraphStore):
                     # graph that does not exist yet (nothing indexed): create it empty, read again.
                     self._graph.query("RETURN 1")
                     continue
+                if _MEMORY_EXCEEDED in str(exc):
+                    raise CypherError(self._memory_message()) from None
                 raise CypherError(redact(f"FalkorDB: {_one_line(str(exc))}")) from None
             except redis.exceptions.ConnectionError as exc:
                 raise ServiceError(
@@ -186,6 +203,15 @@ class FalkorGraph(GraphStore):
                     "check `vedana services status`"
                 ) from None
         raise AssertionError("unreachable")
+
+    def _memory_message(self) -> str:
+        limit = (
+            f"GRAPH_QUERY_MEMORY_MB={self.query_memory_mb}" if self.query_memory_mb else "the graph's limit"
+        )
+        return (
+            f"{_TOO_MUCH_MEMORY} ({limit}) and was stopped; narrow it (fewer rows, "
+            "no large range/collect/cartesian product)"
+        )
 
     def write_batches(self, cypher: str, rows: Iterable[dict[str, Any]], batch_size: int = 1000) -> int:
         sent = 0
