@@ -66,13 +66,12 @@ def live_type_names(conn: Connection, rows: VersionRange) -> Iterator[str]:
 def _stream(conn: Connection, sql: str, params: dict[str, Any]) -> Iterator[Any]:
     # Per statement: `Connection.execution_options` would change the whole connection.
     options = {"stream_results": True, "yield_per": _STREAM_ROWS}
-    result = conn.exec_driver_sql(sql, params, execution_options=options)
-    yield from result.mappings()
+    yield from conn.exec_driver_sql(sql, params, execution_options=options)
 
 
 def changed_nodes(conn: Connection, rows: VersionRange) -> Iterator[Any]:
-    """Node rows in `rows` (node_type, node_id, attributes, deleted), streamed, grouped by type
-    then tombstone flag."""
+    """Node rows in `rows` as tuples (node_type, node_id, attributes, deleted), streamed, grouped
+    by type then tombstone flag."""
     sql = (
         f"SELECT node_type, node_id, attributes, deleted FROM nodes WHERE {rows.where()} "
         "ORDER BY node_type, deleted"
@@ -81,7 +80,9 @@ def changed_nodes(conn: Connection, rows: VersionRange) -> Iterator[Any]:
 
 
 def changed_edges(conn: Connection, rows: VersionRange) -> Iterator[Any]:
-    """Edge rows in `rows`, streamed, grouped by label, endpoint types, then tombstone flag."""
+    """Edge rows in `rows` as tuples (edge_label, from_node_type, from_node_id, to_node_type,
+    to_node_id, attributes, deleted), streamed, grouped by label, endpoint types, then tombstone
+    flag."""
     sql = (
         "SELECT edge_label, from_node_type, from_node_id, to_node_type, to_node_id, attributes, deleted "
         f"FROM edges WHERE {rows.where()} ORDER BY edge_label, from_node_type, to_node_type, deleted"
