@@ -7,6 +7,7 @@ backtick-quoted and refused when they could not be quoted safely.
 
 from __future__ import annotations
 
+import gc
 import json
 import queue
 import threading
@@ -123,20 +124,32 @@ def delete_edges_cypher(edge_label: str, from_type: str, to_type: str) -> str:
     )
 
 
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _values(attributes: dict[str, Any], keys: list[str]) -> list[Any]:
-    """The graph values of `keys` in `attributes` (None where missing), scalars as they are."""
-    values = [attributes.get(k) for k in keys]
-    return [v if type(v) in _SCALARS else graph_value(v) for v in values]
-
-
-def _keys(attributes: Iterable[dict[str, Any]]) -> list[str]:
-    """The attribute names of a batch, in first-seen order, `id` left out (the node id wins)."""
-    keys = dict.fromkeys(k for a in attributes for k in a)
-    keys.pop("id", None)
-    return list(keys)
+def _payload(batch: list[Any], lead: tuple[int, ...], at: int) -> tuple[list[str], list[list[Any]]]:
+    """The rows of a batch as sent: `[*(row[i] for i in lead), value of keys[0], ...]`, with
+    `keys`, the names of the attributes (column `at`) in first-seen order, `id` left out (the
+    node id wins); values as `graph_value` makes them. Rows of one shape (the usual batch: one
+    table's columns) take their values in one C call each."""
+    attributes = [r[at] for r in batch]
+    rows = [[r[lead[0]]] for r in batch] if len(lead) == 1 else [[r[lead[0]], r[lead[1]]] for r in batch]
+    shapes = dict.fromkeys(map(tuple, attributes))
+    if len(shapes) == 1 and "id" not in (shape := next(iter(shapes))):
+        keys = list(shape)
+        for row, values in zip(rows, attributes, strict=True):
+            row.extend(values.values())
+    else:
+        keys = list(dict.fromkeys(k for shape in shapes for k in shape if k != "id"))
+        for row, values in zip(rows, attributes, strict=True):
+            row.extend(map(values.get, keys))
+    kinds: set[type] = set()
+    for values in attributes:
+        kinds.update(map(type, values.values()))
+    if not kinds <= _SCALARS:  # maps and lists of them become JSON text; nulls leave lists
+        n = len(lead)
+        rows = [[*row[:n], *(v if type(v) in _SCALARS else graph_value(v) for v in row[n:])] for row in rows]
+    return keys, rows
 
 
 @dataclass
@@ -175,7 +188,7 @@ class _Counter:
 
 
 @dataclass
-class _Write:
+class GraphWrite:
     """One graph write of a load, prepared by the reading thread: `rows` for `cypher`, or (with
     `rows` None) the index on `label`. `counts` names the `GraphChanges` field it adds to;
     `label`, `keys` and `ends` (an edge's endpoint labels) say the same for a bulk build."""
@@ -212,7 +225,7 @@ def load_graph(
     edge_total = planned.edges_upserted + planned.edges_deleted
     nodes = _Counter(NODE_STAGE, node_total, on_progress)
     edges: _Counter | None = None
-    for write in _overlapped(_writes(conn, rows, batch_size)):
+    for write in _overlapped(graph_writes(conn, rows, batch_size)):
         if write.rows is None:
             graph.ensure_index(write.label, "id")
             continue
@@ -254,7 +267,7 @@ def rebuild_graph(
     nodes = _Counter(NODE_STAGE, planned.nodes_upserted, on_progress)
     edges: _Counter | None = None
     try:
-        for write in _overlapped(_writes(conn, rows, batch_size)):
+        for write in _overlapped(graph_writes(conn, rows, batch_size)):
             if write.rows is None:
                 build.add_index(write.label, "id")
             elif write.counts == "nodes_upserted":
@@ -275,26 +288,25 @@ def rebuild_graph(
     return changes
 
 
-def _writes(conn: Connection, rows: VersionRange, batch_size: int) -> Iterator[_Write]:
+def graph_writes(conn: Connection, rows: VersionRange, batch_size: int) -> Iterator[GraphWrite]:
     """Every write a load of `rows` makes, in order: node upserts (each label's index first),
     edge upserts and deletions, then node deletions."""
     from vedana.stores.graph import batched
 
-    deleted_nodes: list[_Write] = []
+    deleted_nodes: list[GraphWrite] = []
     for (label, deleted), group in groupby(changed_nodes(conn, rows), lambda r: (r[0], r[3])):
         if deleted and graph_name_problem(label):
             continue  # left by an older sync; it never reached the graph
-        yield _Write("", None, NODE_STAGE, label=label)
+        yield GraphWrite("", None, NODE_STAGE, label=label)
         if deleted:  # removed after the edges are written, below
             cypher = delete_nodes_cypher(label)
             for batch in batched(group, batch_size):
-                deleted_nodes.append(_Write(cypher, [r[1] for r in batch], NODE_STAGE, "nodes_deleted"))
+                deleted_nodes.append(GraphWrite(cypher, [r[1] for r in batch], NODE_STAGE, "nodes_deleted"))
             continue
         for batch in batched(group, batch_size):
-            keys = _keys(r[2] for r in batch)
-            payload = [[r[1], *_values(r[2], keys)] for r in batch]
+            keys, payload = _payload(batch, (1,), 2)
             cypher = upsert_nodes_cypher(label, keys)
-            yield _Write(cypher, payload, NODE_STAGE, "nodes_upserted", label, keys)
+            yield GraphWrite(cypher, payload, NODE_STAGE, "nodes_upserted", label, keys)
 
     for (label, from_type, to_type, deleted), group in groupby(
         changed_edges(conn, rows), lambda r: (r[0], r[1], r[3], r[6])
@@ -304,12 +316,11 @@ def _writes(conn: Connection, rows: VersionRange, batch_size: int) -> Iterator[_
         for batch in batched(group, batch_size):
             if deleted:
                 cypher = delete_edges_cypher(label, from_type, to_type)
-                yield _Write(cypher, [[r[2], r[4]] for r in batch], EDGE_STAGE, "edges_deleted")
+                yield GraphWrite(cypher, [[r[2], r[4]] for r in batch], EDGE_STAGE, "edges_deleted")
                 continue
-            keys = _keys(r[5] for r in batch)
-            payload = [[r[2], r[4], *_values(r[5], keys)] for r in batch]
+            keys, payload = _payload(batch, (2, 4), 5)
             cypher = upsert_edges_cypher(label, from_type, to_type, keys)
-            yield _Write(cypher, payload, EDGE_STAGE, "edges_upserted", label, keys, (from_type, to_type))
+            yield GraphWrite(cypher, payload, EDGE_STAGE, "edges_upserted", label, keys, (from_type, to_type))
     yield from deleted_nodes
 
 
@@ -317,11 +328,15 @@ _AHEAD = 4  # prepared batches waiting for the graph: enough to cover a slow rep
 _DONE = object()
 
 
-def _overlapped(items: Iterator[_Write]) -> Iterator[_Write]:
+def _overlapped(items: Iterator[GraphWrite]) -> Iterator[GraphWrite]:
     """`items`, produced by a thread of their own while the caller works on the previous ones.
     An error on either side stops both; the thread is gone when this generator ends."""
     waiting: queue.Queue[Any] = queue.Queue(maxsize=_AHEAD)
     stop = threading.Event()
+    # The load makes millions of short-lived lists and dicts and no cycles: the cyclic
+    # collector would only rescan them (a sixth of the reading thread's time).
+    collecting = gc.isenabled()
+    gc.disable()
 
     def put(item: Any) -> bool:
         while not stop.is_set():
@@ -355,6 +370,8 @@ def _overlapped(items: Iterator[_Write]) -> Iterator[_Write]:
     finally:
         stop.set()
         thread.join()
+        if collecting:
+            gc.enable()
 
 
 @dataclass(frozen=True)
