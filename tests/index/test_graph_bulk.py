@@ -50,10 +50,16 @@ def put_odd_rows(engine: Engine) -> None:
     with engine.begin() as conn:
         put_node(conn, "Odd Thing", "o1", ODD_ATTRIBUTES)
         put_node(conn, "Odd Thing", "o2", {"count": 1})
-        put_node(conn, "Odd Thing", "o3", {})
+        put_node(conn, "Odd Thing", "o3", {"note": "[looks] like {json}"})
+        put_node(
+            conn, "Wide", "w1", {f"a{i:03}": i for i in range(120)}
+        )  # more than one SQL call's arguments
+        put_node(conn, "Wide", "w2", {"a000": "text", "a119": None})
         put_node(conn, "Odd Thing", "gone", {"count": 9})
         tombstone_node(conn, "Odd Thing", "gone")
-        put_edge(conn, "looks like", "Odd Thing", "o1", "Odd Thing", "o2", {"how": "a bit", "score": 0.5})
+        put_edge(
+            conn, "looks like", "Odd Thing", "o1", "Odd Thing", "o2", {"how": "a bit", "score": 0.5, "id": 7}
+        )
         put_edge(conn, "looks like", "Odd Thing", "o2", "Odd Thing", "o2", {})  # a self-loop
         put_edge(conn, "looks like", "Odd Thing", "o3", "Odd Thing", "nowhere", {"how": "dangling"})
         put_edge(conn, "sells odd", "Product", "p1", "Odd Thing", "o1", {"tags": ["x", "y"]})
@@ -120,6 +126,10 @@ def test_bulk_rebuild_builds_the_graph_the_unwind_load_builds(pg_engine: Engine,
     assert odd["p"]["nested"] == '{"k": [1, {"x": "y"}], "z": null}'
     assert odd["p"]["multiline"] == ODD_ATTRIBUTES["multiline"] and "missing" not in odd["p"]
     assert bulk.counts()["edges"] == {"sold at": 4, "looks like": 2, "sells odd": 1}
+    [edge] = bulk.query("MATCH ()-[r:`looks like` {how: 'a bit'}]->() RETURN properties(r) AS p").rows
+    assert edge["p"] == {"how": "a bit", "score": 0.5, "id": 7}  # an edge keeps an `id` attribute
+    [wide] = bulk.query("MATCH (n:Wide {id: 'w1'}) RETURN properties(n) AS p").rows
+    assert wide["p"] == {"id": "w1", **{f"a{i:03}": i for i in range(120)}}
 
 
 def test_rebuild_replaces_the_graph_whole_and_keeps_its_names_in_order(pg_engine: Engine, graphs) -> None:
@@ -141,6 +151,7 @@ def test_rebuild_replaces_the_graph_whole_and_keeps_its_names_in_order(pg_engine
         ("Product", "id"),
         ("Store", "id"),
         ("Store", "zzz"),
+        ("Wide", "id"),
     }
 
 

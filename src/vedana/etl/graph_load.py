@@ -13,7 +13,6 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from vedana.datamodel.names import graph_name_problem
@@ -21,9 +20,9 @@ from vedana.errors import CypherError, SourceError
 from vedana.stores.staging_changes import (
     VersionRange,
     changed_counts,
-    changed_edges,
-    changed_nodes,
+    edge_batches,
     live_type_names,
+    node_batches,
     staged_type_counts,
 )
 
@@ -103,8 +102,8 @@ def upsert_nodes_cypher(label: str, keys: list[str]) -> str:
 
 
 def delete_nodes_cypher(label: str) -> str:
-    """Rows: node ids."""
-    return f"UNWIND $rows AS id MATCH (n:{quote_name(label)} {{id: id}}) DETACH DELETE n"
+    """Rows `[id]`."""
+    return f"UNWIND $rows AS row MATCH (n:{quote_name(label)} {{id: row[0]}}) DETACH DELETE n"
 
 
 def upsert_edges_cypher(edge_label: str, from_type: str, to_type: str, keys: list[str]) -> str:
@@ -127,29 +126,11 @@ def delete_edges_cypher(edge_label: str, from_type: str, to_type: str) -> str:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _payload(batch: list[Any], lead: tuple[int, ...], at: int) -> tuple[list[str], list[list[Any]]]:
-    """The rows of a batch as sent: `[*(row[i] for i in lead), value of keys[0], ...]`, with
-    `keys`, the names of the attributes (column `at`) in first-seen order, `id` left out (the
-    node id wins); values as `graph_value` makes them. Rows of one shape (the usual batch: one
-    table's columns) take their values in one C call each."""
-    attributes = [r[at] for r in batch]
-    rows = [[r[lead[0]]] for r in batch] if len(lead) == 1 else [[r[lead[0]], r[lead[1]]] for r in batch]
-    shapes = dict.fromkeys(map(tuple, attributes))
-    if len(shapes) == 1 and "id" not in (shape := next(iter(shapes))):
-        keys = list(shape)
-        for row, values in zip(rows, attributes, strict=True):
-            row.extend(values.values())
-    else:
-        keys = list(dict.fromkeys(k for shape in shapes for k in shape if k != "id"))
-        for row, values in zip(rows, attributes, strict=True):
-            row.extend(map(values.get, keys))
-    kinds: set[type] = set()
-    for values in attributes:
-        kinds.update(map(type, values.values()))
-    if not kinds <= _SCALARS:  # maps and lists of them become JSON text; nulls leave lists
-        n = len(lead)
-        rows = [[*row[:n], *(v if type(v) in _SCALARS else graph_value(v) for v in row[n:])] for row in rows]
-    return keys, rows
+def _graph_values(rows: list[list[Any]], lead: int) -> list[list[Any]]:
+    """`rows` with each value after the first `lead` (the ids) as `graph_value` makes it."""
+    return [
+        [*row[:lead], *(v if type(v) in _SCALARS else graph_value(v) for v in row[lead:])] for row in rows
+    ]
 
 
 @dataclass
@@ -291,36 +272,37 @@ def rebuild_graph(
 def graph_writes(conn: Connection, rows: VersionRange, batch_size: int) -> Iterator[GraphWrite]:
     """Every write a load of `rows` makes, in order: node upserts (each label's index first),
     edge upserts and deletions, then node deletions."""
-    from vedana.stores.graph import batched
-
     deleted_nodes: list[GraphWrite] = []
-    for (label, deleted), group in groupby(changed_nodes(conn, rows), lambda r: (r[0], r[3])):
-        if deleted and graph_name_problem(label):
+    indexed: set[str] = set()
+    for batch in node_batches(conn, rows, batch_size):
+        (label,) = batch.names
+        if batch.deleted and graph_name_problem(label):
             continue  # left by an older sync; it never reached the graph
-        yield GraphWrite("", None, NODE_STAGE, label=label)
-        if deleted:  # removed after the edges are written, below
-            cypher = delete_nodes_cypher(label)
-            for batch in batched(group, batch_size):
-                deleted_nodes.append(GraphWrite(cypher, [r[1] for r in batch], NODE_STAGE, "nodes_deleted"))
+        if label not in indexed:
+            indexed.add(label)
+            yield GraphWrite("", None, NODE_STAGE, label=label)
+        if batch.deleted:  # removed after the edges are written, below
+            deleted_nodes.append(
+                GraphWrite(delete_nodes_cypher(label), batch.rows, NODE_STAGE, "nodes_deleted")
+            )
             continue
-        for batch in batched(group, batch_size):
-            keys, payload = _payload(batch, (1,), 2)
-            cypher = upsert_nodes_cypher(label, keys)
-            yield GraphWrite(cypher, payload, NODE_STAGE, "nodes_upserted", label, keys)
+        payload = batch.rows if batch.plain else _graph_values(batch.rows, 1)
+        cypher = upsert_nodes_cypher(label, batch.keys)
+        yield GraphWrite(cypher, payload, NODE_STAGE, "nodes_upserted", label, batch.keys)
 
-    for (label, from_type, to_type, deleted), group in groupby(
-        changed_edges(conn, rows), lambda r: (r[0], r[1], r[3], r[6])
-    ):
-        if deleted and any(graph_name_problem(name) for name in (label, from_type, to_type)):
-            continue  # left by an older sync; it never reached the graph
-        for batch in batched(group, batch_size):
-            if deleted:
-                cypher = delete_edges_cypher(label, from_type, to_type)
-                yield GraphWrite(cypher, [[r[2], r[4]] for r in batch], EDGE_STAGE, "edges_deleted")
-                continue
-            keys, payload = _payload(batch, (2, 4), 5)
-            cypher = upsert_edges_cypher(label, from_type, to_type, keys)
-            yield GraphWrite(cypher, payload, EDGE_STAGE, "edges_upserted", label, keys, (from_type, to_type))
+    for batch in edge_batches(conn, rows, batch_size):
+        label, from_type, to_type = batch.names
+        if batch.deleted:
+            if any(graph_name_problem(name) for name in batch.names):
+                continue  # left by an older sync; it never reached the graph
+            cypher = delete_edges_cypher(label, from_type, to_type)
+            yield GraphWrite(cypher, batch.rows, EDGE_STAGE, "edges_deleted")
+            continue
+        payload = batch.rows if batch.plain else _graph_values(batch.rows, 2)
+        cypher = upsert_edges_cypher(label, from_type, to_type, batch.keys)
+        yield GraphWrite(
+            cypher, payload, EDGE_STAGE, "edges_upserted", label, batch.keys, (from_type, to_type)
+        )
     yield from deleted_nodes
 
 
