@@ -21,9 +21,12 @@ from vedana.cypher.text import first_word
 from vedana.errors import CypherError, ServiceError
 from vedana.redaction import redact
 from vedana.stores.embedded_falkordb import RESULTSET_CEILING
+from vedana.stores.falkordb_bulk import BulkBuild
+from vedana.stores.falkordb_params import params_header
 from vedana.stores.graph import GraphStore, QueryResult, batched, quote_name
 
 DEFAULT_GRAPH_NAME = "vedana"
+SCRATCH_SUFFIX = ".rebuild"  # the key a full rebuild is built under before it replaces the graph
 DEADLINE_MARGIN_S = 1.0  # how long past its own timeout a read-only query may keep the caller waiting
 # Statements FalkorDB would run as something else, or not know: a clear word instead.
 _NOT_ON_FALKORDB = {
@@ -169,9 +172,11 @@ class FalkorGraph(GraphStore):
         graph = self._deadline_graph(timeout_s) if read_only and timeout_s else self._graph
         run = graph.ro_query if read_only else graph.query
         timeout_ms = max(1, int(timeout_s * 1000)) if timeout_s else None
+        if params:  # written here: the client's own writer costs a Python call per value
+            cypher = params_header(params) + cypher
         for attempt in range(2):
             try:
-                return run(cypher, params, timeout=timeout_ms)
+                return run(cypher, None, timeout=timeout_ms)
             except redis.exceptions.TimeoutError:
                 if not (read_only and timeout_s):
                     raise ServiceError(
@@ -213,12 +218,48 @@ class FalkorGraph(GraphStore):
             "no large range/collect/cartesian product)"
         )
 
-    def write_batches(self, cypher: str, rows: Iterable[dict[str, Any]], batch_size: int = 1000) -> int:
+    def write_batches(self, cypher: str, rows: Iterable[Any], batch_size: int = 1000) -> int:
         sent = 0
         for batch in batched(rows, batch_size):
             self.query(cypher, {"rows": batch})
             sent += len(batch)
         return sent
+
+    def bulk_build(self, owned: Iterable[str], names: Iterable[str]) -> BulkBuild | None:
+        """A GRAPH.BULK rebuild (`vedana.stores.falkordb_bulk`), when the graph holds nothing but
+        nodes of the `owned` labels (each with one label), their relationships and range
+        indexes, so replacing it loses nothing a clear would keep; and when no name has a colon
+        (the bulk format separates labels with one)."""
+        owned = set(owned)
+        labels, types, keys = (
+            [
+                _text(row[0])
+                for row in self._execute(
+                    f"CALL db.{what}()", None, read_only=False, timeout_s=None
+                ).result_set
+            ]
+            for what in ("labels", "relationshipTypes", "propertyKeys")
+        )
+        if not set(labels) <= owned or any(":" in name for name in (*labels, *types, *names)):
+            return None
+        indexes = self.query(
+            "CALL db.indexes() YIELD label, types, entitytype RETURN label, types, entitytype"
+        )
+        ranges: list[tuple[str, str]] = []
+        for row in indexes.rows:
+            kinds = row["types"] or {}
+            if row["entitytype"] != "NODE" or any(k != ["RANGE"] for k in kinds.values()):
+                return None
+            ranges.extend((row["label"], prop) for prop in kinds)
+        total = self._count("MATCH (n) RETURN count(n) AS n")
+        if total != sum(self._count(f"MATCH (n:{quote_name(name)}) RETURN count(n) AS n") for name in labels):
+            return None
+        build = BulkBuild(
+            self._db.connection, self.graph_name, f"{self.graph_name}{SCRATCH_SUFFIX}", (labels, types, keys)
+        )
+        for label, prop in ranges:
+            build.add_index(label, prop)
+        return build
 
     def ensure_index(self, label: str, prop: str = "id") -> None:
         existing = self.query(
