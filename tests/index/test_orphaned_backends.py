@@ -5,6 +5,7 @@ another host, are left alone."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -70,6 +71,14 @@ def sleeping_backend(engine: Engine, name: str, *, hold_locks: bool) -> Iterator
         terminate(engine, backend)
         thread.join()
         conn.close()
+
+
+def test_every_vedana_connection_names_its_process(shop: Engine) -> None:
+    with shop.connect() as conn:
+        name = conn.exec_driver_sql(
+            "SELECT application_name FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+        )
+        assert name.scalar_one().startswith(f"vedana:{os.getpid()}@{_host()}:")
 
 
 def test_index_ends_the_backend_of_a_dead_vedana_and_proceeds(shop: Engine, graph) -> None:

@@ -202,3 +202,18 @@ def test_malformed_rows_of_the_grist_csv_export(
     assert warning.startswith(f"skipped 3 malformed rows: {where} line 4 (")
     assert "(unterminated quote: it runs to the end of the file)" in warning
     assert set(live_nodes(pg_engine)) == set(EXPECTED_NODES)
+
+
+def test_an_unreadable_header_is_said_not_taken_for_an_empty_table(
+    model: Doc, data: Doc, tmp_path: Path
+) -> None:
+    folder = write_csv_folder(data, tmp_path / "data")
+    interests = folder / "Anchor_interest.csv"
+    interests.write_text('"interest_name,interest_rank\nchess,1\n', encoding="utf-8")
+    args = ["--data-model", str(write_csv_folder(model, tmp_path / "model")), "--data", str(folder)]
+
+    result = invoke("sync", *args, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["warnings"] == [
+        f"skipped 1 malformed row: {interests} line 1 (the header: unterminated quote: it runs to the end of the file)"
+    ]

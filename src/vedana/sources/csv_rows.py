@@ -45,13 +45,15 @@ def csv_records(
     # strict: an unterminated quote raises at the end of the file instead of returning the rest
     # of the file as one field; the reader goes on with the next line after an error.
     reader = csv.reader(lines, strict=True)
+    found = findings if findings is not None else TableFindings("", "line")
     try:
         header = next(reader, None)
-    except csv.Error:
+    except csv.Error as exc:  # the whole file is unreadable: say so rather than look empty
+        if not skip:
+            found.malformed_row(1, f"the header: {_WHY.get(str(exc), str(exc))}")
         header = None
     if header is None:
         return [], iter(())
-    found = findings if findings is not None else TableFindings("", "line")
     if NUL in "".join(header):  # a column's name; counted once, not again on a resumed download
         names = [h.replace(NUL, "").strip() for h in header]
         _strip_nul(header, names, 1, found if not skip else TableFindings("", "line"))
