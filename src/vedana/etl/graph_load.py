@@ -1,4 +1,6 @@
-"""Staging → graph: upsert changed nodes and edges, remove deleted ones, in `UNWIND` batches.
+"""Staging → graph: upsert changed nodes and edges, remove deleted ones, in `UNWIND` batches;
+or, for a full load where the engine can, build the whole graph aside and swap it in
+(`rebuild_graph`, FalkorDB's GRAPH.BULK).
 
 The same Cypher runs on Memgraph (Bolt) and FalkorDB through `GraphStore.write_batches`.
 Labels and relationship types come from data (anchor nouns, link sentences), so they are
@@ -64,13 +66,11 @@ def graph_value(value: Any) -> Any:
 
 
 def node_properties(node_id: str, attributes: dict[str, Any]) -> dict[str, Any]:
+    """The properties a node gets: its attributes as graph values, nulls left out, and the node
+    id as `id` (the loads send the same as lists: see `graph_writes`)."""
     props = {k: graph_value(v) for k, v in attributes.items() if v is not None and k != "id"}
     props["id"] = node_id
     return props
-
-
-def edge_properties(attributes: dict[str, Any]) -> dict[str, Any]:
-    return {k: graph_value(v) for k, v in attributes.items() if v is not None}
 
 
 def property_key(name: str) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from vedana.cypher.shape import capped_query, in_query_order
 from vedana.cypher.text import first_word
+from vedana.datamodel.names import graph_name_problem
 from vedana.errors import CypherError, ServiceError
 from vedana.redaction import redact
 from vedana.stores.embedded_falkordb import RESULTSET_CEILING
@@ -226,10 +227,11 @@ class FalkorGraph(GraphStore):
         return sent
 
     def bulk_build(self, owned: Iterable[str], names: Iterable[str]) -> BulkBuild | None:
-        """A GRAPH.BULK rebuild (`vedana.stores.falkordb_bulk`), when the graph holds nothing but
-        nodes of the `owned` labels (each with one label), their relationships and range
-        indexes, so replacing it loses nothing a clear would keep; and when no name has a colon
-        (the bulk format separates labels with one)."""
+        """A GRAPH.BULK rebuild (`vedana.stores.falkordb_bulk`), when every node of the graph has
+        one label, one of the `owned` ones (a label left with no node is kept: the new graph gets
+        every old name), and every index is a range index on nodes (recreated on the new graph):
+        so replacing the graph loses nothing a clear would keep. Not when a name has a colon (the
+        bulk format separates labels with one)."""
         owned = set(owned)
         labels, types, keys = (
             [
@@ -240,8 +242,15 @@ class FalkorGraph(GraphStore):
             ]
             for what in ("labels", "relationshipTypes", "propertyKeys")
         )
-        if not set(labels) <= owned or any(":" in name for name in (*labels, *types, *names)):
+        if any(":" in name or graph_name_problem(name) for name in (*labels, *types, *names)):
             return None
+        per_label = {
+            name: self._count(f"MATCH (n:{quote_name(name)}) RETURN count(n) AS n") for name in labels
+        }
+        if any(n and name not in owned for name, n in per_label.items()):
+            return None
+        if self._count("MATCH (n) RETURN count(n) AS n") != sum(per_label.values()):
+            return None  # a node with no label, or with two
         indexes = self.query(
             "CALL db.indexes() YIELD label, types, entitytype RETURN label, types, entitytype"
         )
@@ -251,9 +260,6 @@ class FalkorGraph(GraphStore):
             if row["entitytype"] != "NODE" or any(k != ["RANGE"] for k in kinds.values()):
                 return None
             ranges.extend((row["label"], prop) for prop in kinds)
-        total = self._count("MATCH (n) RETURN count(n) AS n")
-        if total != sum(self._count(f"MATCH (n:{quote_name(name)}) RETURN count(n) AS n") for name in labels):
-            return None
         build = BulkBuild(
             self._db.connection, self.graph_name, f"{self.graph_name}{SCRATCH_SUFFIX}", (labels, types, keys)
         )
