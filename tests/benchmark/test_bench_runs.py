@@ -98,9 +98,16 @@ def test_counts_and_proofs_hold(bench_run: tuple[dict, str, Path]) -> None:
 @pytest.mark.slow
 def test_latency_probes_and_local_model(bench_run: tuple[dict, str, Path]) -> None:
     results, _, _ = bench_run
-    phases = results["sizes"][0]["phases"]
+    size = results["sizes"][0]
+    phases = size["phases"]
     assert phases["search"]["latency"]["n"] == QUERIES
     assert phases["search"]["mean_hits"] > 0
+    # The searches ran on both HNSW indexes, which hold every value the generator promised
+    # (the person–interest notes in the edge index, stored in both directions).
+    vectors = phases["search"]["vectors"]
+    assert vectors["edge"] == size["expected"]["embeddable_values"]["PERSON_has_INTEREST.note"] > 0
+    assert sum(vectors.values()) == sum(size["expected"]["embeddable_values"].values())
+    assert set(phases["search"]["by_kind"]) == {"node", "edge"}
     assert phases["cypher"]["lookup"]["n"] == QUERIES
     assert phases["cypher"]["lookup_mean_rows"] > 0
     ask = phases["ask"]
