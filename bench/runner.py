@@ -374,6 +374,24 @@ class SizeRun:
             f"graph {entry['graph_rows_per_s'] or 0:,.0f} rows/s, {report.texts_embedded:,} texts, "
             f"vectors {entry['vectors_s']:.2f} s",
         )  # fmt: skip
+        self._graph_baselines(entry, seconds.get("graph", 0.0))
+
+    def _graph_baselines(self, entry: dict[str, Any], graph_s: float) -> None:
+        """GRAPH.BULK and raw UNWIND of the rows just loaded (`bench/graph_baselines.py`), in the
+        index entry with their ratios."""
+        from bench.graph_baselines import graph_baselines
+        from vedana.stores.graph_falkordb import FalkorGraph
+
+        graph = FalkorGraph.embedded(self.home)
+        try:
+            assert self._engine is not None
+            found = graph_baselines(self._engine, graph, graph_s)
+        finally:
+            graph.close()
+        entry.setdefault("ratios", []).extend(found.pop("ratios"))
+        entry["graph_baselines"] = found
+        detail = ", ".join(f"{r['ratio']}× {r['baseline']}" for r in entry["ratios"][-2:])
+        self.status(f"[{self.rows:,}] graph limits: {detail}")
 
     def _phase_rerun(self) -> None:
         sync_report, sync_phase, _ = self._sync("rerun-sync")

@@ -22,7 +22,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -186,8 +186,6 @@ def main(argv: list[str]) -> int:
         return 1
     return 0
 
-
-Maker = Callable[[Path], dict[str, str]]
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

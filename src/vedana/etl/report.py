@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from vedana.datamodel.report import DataModelReport
+from vedana.sources.findings import SourceFindings
 
 # Why a row (or a reference) did not become a node/edge. Keys of `TypeReport.skipped`.
 MISSING_ID = "missing id"
@@ -100,6 +101,12 @@ class SyncReport:
     version: int | None = None  # highest staging version after the sync
     run_id: int | None = None
     grist_fetch: GristFetch | None = None  # Grist API data: changed rows only, or all (why)
+    # What the sources repaired or skipped as they read: NUL characters, malformed CSV rows.
+    findings: SourceFindings = field(default_factory=SourceFindings)
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.findings.messages()
 
     def node(self, noun: str) -> TypeReport:
         found = self.nodes.get(noun)
@@ -154,4 +161,6 @@ class SyncReport:
             "version": self.version,
             "run_id": self.run_id,
             "grist_fetch": self.grist_fetch.to_dict() if self.grist_fetch else None,
+            "warnings": self.warnings,
+            **self.findings.to_dict(),
         }

@@ -16,7 +16,8 @@ from typing import Any
 from vedana.errors import SourceError
 from vedana.sources.base import Column, RawTable, files_digest
 from vedana.sources.cells import from_text
-from vedana.sources.csv_rows import csv_records
+from vedana.sources.csv_rows import csv_header, csv_records
+from vedana.sources.findings import SourceFindings
 
 
 class CsvFolderSource:
@@ -27,6 +28,7 @@ class CsvFolderSource:
         if not self.folder.is_dir():
             raise SourceError(f"no such folder: {self.folder}; check the path")
         self._files = {p.stem: p for p in sorted(self.folder.glob("*.csv")) if p.is_file()}
+        self.findings = SourceFindings()
 
     def describe(self) -> str:
         return f"CSV folder {self.folder}"
@@ -38,17 +40,21 @@ class CsvFolderSource:
         path = self._files.get(name)
         if path is None:
             return None
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            header, _ = csv_records(handle)
+        try:
+            with path.open(encoding="utf-8-sig", newline="") as handle:
+                header = csv_header(handle)
+        except UnicodeDecodeError:
+            raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
         columns = {h: Column(id=h) for h in header if h}
 
         def rows() -> Iterator[tuple[int, dict[str, Any]]]:
+            findings = self.findings.start(str(path), "line")
             try:
                 with path.open(encoding="utf-8-sig", newline="") as handle:
-                    _, records = csv_records(handle)
-                    for line_no, row in enumerate(records, start=1):
+                    _, records = csv_records(handle, findings)
+                    for number, row in records:
                         yield (
-                            line_no,
+                            number,
                             {h: from_text(v, columns[h]) for h, v in zip(header, row, strict=False) if h},
                         )
             except UnicodeDecodeError:

@@ -27,7 +27,8 @@ from vedana.errors import GristError
 from vedana.retry import resume
 from vedana.sources.base import Column, RawTable, is_helper_column
 from vedana.sources.csv_rows import csv_records
-from vedana.sources.grist_api import GristApiSource, decode_api_record, decode_record
+from vedana.sources.findings import TableFindings
+from vedana.sources.grist_api import GristApiSource, decode_api_record, decoded_rows
 from vedana.sources.grist_export import ExportColumn
 from vedana.sources.grist_http import TRANSIENT_ERRORS, GristClient
 from vedana.sources.grist_meta import TableMeta
@@ -71,12 +72,13 @@ class GristCsvSource(GristApiSource):
         check = next((c for c, col in shown.items() if col.faithful and col.column.base_type == "Text"), None)
 
         def rows() -> Rows:
+            findings = self.findings.start(f"{name} (Grist CSV export)", "line")
             values = self._stored_values(name, meta, stored, check)
             if values is None:
                 self._note(name, [shown[c] for c in stored])
-                yield from self._shown_rows(name, shown, meta.labels)
+                yield from self._shown_rows(name, shown, meta.labels, findings)
                 return
-            for line_no, cells in self._shown_rows(name, shown, meta.labels):
+            for line_no, cells in self._shown_rows(name, shown, meta.labels, findings):
                 row_id, stored_cells = next(values, (0, {}))
                 if not row_id or not _agree(cells.get(check or ""), stored_cells.pop(check or "", None)):
                     raise self._moved(name, line_no)
@@ -98,7 +100,8 @@ class GristCsvSource(GristApiSource):
             display_helpers={c: h for c, h in meta.display_helpers.items() if c in wanted},
             labels={},
         )
-        pages = self.raw_records(name, [*columns, *sub.display_helpers.values()])
+        findings = self.findings.start(name, "row")  # NULs in the stored values, by row id
+        pages = self.raw_records(name, [*columns, *sub.display_helpers.values()], findings=findings)
         try:
             first = next(pages, None)  # /sql answers now, or refuses
         except GristError as exc:
@@ -106,7 +109,7 @@ class GristCsvSource(GristApiSource):
                 raise
         else:
             records = pages if first is None else itertools.chain([first], pages)
-            return ((int(r["id"]), decode_record(r, sub)) for r in records)
+            return decoded_rows(records, sub, findings, kept=False)
         try:
             body = self.client.get_json(f"tables/{quote(name, safe='')}/records", {"hidden": "true"})
         except GristError as exc:
@@ -115,7 +118,7 @@ class GristCsvSource(GristApiSource):
             return None
         answered = sorted(body.get("records", []), key=lambda r: int(r["id"]))
         self.rows_fetched += len(answered)
-        return ((int(r["id"]), decode_api_record(r, sub)) for r in answered)
+        return ((int(r["id"]), findings.stripped(decode_api_record(r, sub), int(r["id"]))) for r in answered)
 
     def _note(self, name: str, columns: list[ExportColumn]) -> None:
         if name not in self._noted:
@@ -142,12 +145,14 @@ class GristCsvSource(GristApiSource):
 
     # --- the export ---------------------------------------------------------------------------
 
-    def _shown_rows(self, name: str, shown: dict[str, ExportColumn], labels: dict[str, str]) -> Rows:
+    def _shown_rows(
+        self, name: str, shown: dict[str, ExportColumn], labels: dict[str, str], findings: TableFindings
+    ) -> Rows:
         done = 0
 
         def rest() -> Rows:
             nonlocal done
-            for line_no, cells in self._download(name, shown, labels, skip=done):
+            for line_no, cells in self._download(name, shown, labels, findings, skip=done):
                 done = line_no
                 yield line_no, cells
 
@@ -165,19 +170,23 @@ class GristCsvSource(GristApiSource):
             ) from None
 
     def _download(
-        self, name: str, shown: dict[str, ExportColumn], labels: dict[str, str], *, skip: int
+        self,
+        name: str,
+        shown: dict[str, ExportColumn],
+        labels: dict[str, str],
+        findings: TableFindings,
+        *,
+        skip: int,
     ) -> Rows:
         # `header=colId` heads the columns by id (older servers ignore it and use labels).
         resp = self.client.call("download/csv", params={"tableId": name, "header": "colId"}, stream=True)
         try:
             stream = io.BufferedReader(_ChunkStream(resp.iter_content(chunk_size=64 * 1024)))
             text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
-            header, records = csv_records(text)
+            header, records = csv_records(text, findings, skip=skip)
             ids = [h if h in shown else labels.get(h, h) for h in header]
             untyped = ExportColumn(Column(id=""))
-            for line_no, row in enumerate(records, start=1):
-                if line_no <= skip:
-                    continue
+            for line_no, row in records:
                 yield (
                     line_no,
                     {
