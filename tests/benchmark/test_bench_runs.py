@@ -173,6 +173,11 @@ def test_ratios_to_same_run_baselines(bench_run: tuple[dict, str, Path]) -> None
         if entry["must_reach"]:
             assert met(entry) in (True, False), entry
     assert one("1 % edit re-sync", True)[1]["must_reach"] == "≤ 10 %"
+    vectors = size["phases"]["search"]["vectors"]
+    assert (
+        f"(node {vectors['node']:,} + edge {vectors['edge']:,} vectors)"
+        in one("vector search p50")[1]["measure"]
+    )
     # Back-to-back pairs, as many as asked (3 by default) where the bench repeats the work.
     for prefix in ("full sync", "1 % edit re-sync", "vector search p95"):
         assert len(one(prefix)[1]["pairs"]) == 3, prefix
