@@ -98,9 +98,16 @@ def test_counts_and_proofs_hold(bench_run: tuple[dict, str, Path]) -> None:
 @pytest.mark.slow
 def test_latency_probes_and_local_model(bench_run: tuple[dict, str, Path]) -> None:
     results, _, _ = bench_run
-    phases = results["sizes"][0]["phases"]
+    size = results["sizes"][0]
+    phases = size["phases"]
     assert phases["search"]["latency"]["n"] == QUERIES
     assert phases["search"]["mean_hits"] > 0
+    # The searches ran on both HNSW indexes, which hold every value the generator promised
+    # (the person–interest notes in the edge index, stored in both directions).
+    vectors = phases["search"]["vectors"]
+    assert vectors["edge"] == size["expected"]["embeddable_values"]["PERSON_has_INTEREST.note"] > 0
+    assert sum(vectors.values()) == sum(size["expected"]["embeddable_values"].values())
+    assert set(phases["search"]["by_kind"]) == {"node", "edge"}
     assert phases["cypher"]["lookup"]["n"] == QUERIES
     assert phases["cypher"]["lookup_mean_rows"] > 0
     ask = phases["ask"]
@@ -166,6 +173,11 @@ def test_ratios_to_same_run_baselines(bench_run: tuple[dict, str, Path]) -> None
         if entry["must_reach"]:
             assert met(entry) in (True, False), entry
     assert one("1 % edit re-sync", True)[1]["must_reach"] == "≤ 10 %"
+    vectors = size["phases"]["search"]["vectors"]
+    assert (
+        f"(node {vectors['node']:,} + edge {vectors['edge']:,} vectors)"
+        in one("vector search p50")[1]["measure"]
+    )
     # Back-to-back pairs, as many as asked (3 by default) where the bench repeats the work.
     for prefix in ("full sync", "1 % edit re-sync", "vector search p95"):
         assert len(one(prefix)[1]["pairs"]) == 3, prefix

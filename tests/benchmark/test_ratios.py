@@ -102,7 +102,28 @@ def test_hash_pass_finds_exactly_the_edited_rows(tmp_path: Path) -> None:
 def test_a_search_on_fewer_than_100k_vectors_is_pointed_out() -> None:
     from bench.report import _few_vectors_notes
 
-    small = {"rows": 100_000, "phases": {"search": {"vectors": {"node": 20_200, "edge": 0}}}}
+    small = {"rows": 100_000, "phases": {"search": {"vectors": {"node": 20_200, "edge": 79_800}}}}
     large = {"rows": 500_000, "phases": {"search": {"vectors": {"node": 101_000, "edge": 0}}}}
-    [note] = _few_vectors_notes([small, large, {"rows": 10, "phases": {}}])
-    assert "at 100k ran on 20,200 vectors" in note
+    people = {"rows": 100_000, "phases": {"search": {"vectors": {"node": 20_200, "edge": 100_000}}}}
+    # 100,000 vectors in all, but split over two HNSW indexes: neither holds 100k.
+    [note] = _few_vectors_notes([small, large, people, {"rows": 10, "phases": {}}])
+    assert "at 100k ran on indexes of at most 79,800 vectors" in note
+
+
+def test_the_edit_changes_the_year_of_a_link_without_a_note(tmp_path: Path) -> None:
+    """At 100k people rows only some links carry a note: every 100th link row is still edited,
+    the noted ones in their note (a text to embed, stored twice), the others in `since_year`."""
+    generate("people", 100_000, 1, tmp_path / "kb", "csv")
+    path = tmp_path / "kb" / "data" / "Link_person_has_interest.csv"
+    with path.open(encoding="utf-8", newline="") as f:
+        before = list(csv.DictReader(f))
+    summary = edit_csv_folder(tmp_path / "kb" / "data", "people", 0.01)
+    with path.open(encoding="utf-8", newline="") as f:
+        after = list(csv.DictReader(f))
+    notes = sum(a["note"] != b["note"] for a, b in zip(after, before, strict=True))
+    years = sum(a["since_year"] != b["since_year"] for a, b in zip(after, before, strict=True))
+    assert notes > 0 and years > 0
+    assert summary.rows_edited["Link_person_has_interest"] == notes + years == len(before) // 100
+    nodes = summary.nodes_changed
+    assert (summary.texts_changed, summary.values_changed) == (nodes + notes, nodes + 2 * notes)
+    assert summary.edges_changed == 2 * (notes + years)
