@@ -24,18 +24,18 @@ test: install
 
 # The README's command outputs are generated (scripts/readme_outputs.py): lint fails when they drift.
 lint: install
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench standins scripts
+	$(BIN)/ruff format --check src tests bench standins scripts
 	$(BIN)/mypy
 	$(BIN)/python scripts/readme_outputs.py --check
 
-# Rerun every command output README.md shows, on samples/regulations, in a throwaway VEDANA_HOME.
+# Rerun every command output README.md shows, on the samples, in throwaway homes (scripts/readme_examples.py).
 docs: install
 	$(BIN)/python scripts/readme_outputs.py
 
 format: install
-	$(BIN)/ruff format src tests bench
-	$(BIN)/ruff check --fix src tests bench
+	$(BIN)/ruff format src tests bench standins scripts
+	$(BIN)/ruff check --fix src tests bench standins scripts
 
 bench: install
 	$(BIN)/python -m bench

@@ -58,6 +58,10 @@ def _parser() -> argparse.ArgumentParser:
         "--edit-fraction", type=float, default=0.01, help="share of rows to edit (0.01 = 1 %%)"
     )
     parser.add_argument("--latency-all-sizes", action="store_true", help="latency probes at every size")
+    parser.add_argument(
+        "--pairs", type=int, default=3,
+        help="back-to-back vedana/baseline pairs per ratio (median; 1 = no extra syncs)",
+    )  # fmt: skip
     parser.add_argument("--markdown", type=Path, help="also write the tables as Markdown to this file")
     parser.add_argument("--workdir", type=Path, help="where the temporary homes go (default: system temp)")
     parser.add_argument("--keep", action="store_true", help="keep the generated data and homes")
@@ -71,6 +75,8 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     phases = [p.strip() for p in args.phases.split(",") if p.strip()] if args.phases else list(DEFAULT_PHASES)
     if args.grist and "sync-grist" not in phases:
         phases.append("sync-grist")
+    if args.pairs < 1:
+        raise ConfigError("--pairs must be at least 1")
     if args.workdir is not None:
         args.workdir.mkdir(parents=True, exist_ok=True)
     return BenchConfig(
@@ -83,6 +89,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         queries=args.queries,
         asks=args.asks,
         latency_all_sizes=args.latency_all_sizes,
+        pairs=args.pairs,
         workdir=args.workdir,
         keep=args.keep,
     )

@@ -4,8 +4,9 @@ say exactly what a sync and an index of the result must do.
 Each data table gets every `1/fraction`-th row edited in one column the data model describes:
 the first embeddable text attribute when the table has one (its new text is unique, so it must
 be embedded once, never served from the cache), otherwise the first int attribute (+1), so the
-graph changes but no embedding does. A table with no attribute to edit (a bare link table) is
-left alone. Keys and references are never touched, so no node or edge appears or disappears.
+graph changes but no embedding does. A row whose text is empty (the people shape notes only some
+links) gets the int edit instead, so the share of rows edited stays the same. A table with no
+attribute to edit (a bare link table) is left alone. Keys and references are never touched, so no node or edge appears or disappears.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class EditTarget:
     embeddable: bool  # the column is embedded: each edited row is one new text
     kind: str  # "node" or "edge"
     copies: int  # staging rows per source row: 2 for an undirected link, else 1
+    fallback: str = ""  # an int column edited instead where an embeddable cell is empty
 
 
 @dataclass
@@ -75,16 +77,15 @@ class EditSummary:
         }
 
 
-def _pick(attributes: tuple[AttrSpec, ...], owner_id: str) -> tuple[str, bool] | None:
-    """(column, embeddable) to edit: an embeddable text first, else an int; never the id."""
+def _pick(attributes: tuple[AttrSpec, ...], owner_id: str) -> tuple[str, bool, str] | None:
+    """(column, embeddable, fallback int column) to edit: an embeddable text first, else an int;
+    never the id."""
     usable = [a for a in attributes if a.name != owner_id]
+    ints = [a.name for a in usable if a.dtype == "int"]
     for a in usable:
         if a.embeddable and a.dtype == "str":
-            return a.name, True
-    for a in usable:
-        if a.dtype == "int":
-            return a.name, False
-    return None
+            return a.name, True, ints[0] if ints else ""
+    return (ints[0], False, "") if ints else None
 
 
 def edit_targets(shape: str) -> list[EditTarget]:
@@ -95,14 +96,18 @@ def edit_targets(shape: str) -> list[EditTarget]:
     for anchor in anchors:
         picked = _pick(anchor.attributes, f"{anchor.noun}_id")
         if picked:
-            targets.append(EditTarget(f"Anchor_{anchor.noun}", *picked, kind="node", copies=1))
+            column, embeddable, fallback = picked
+            targets.append(EditTarget(f"Anchor_{anchor.noun}", column, embeddable, "node", 1, fallback))
     for link in links:
         if link.anchor1_link_column:  # a foreign-key link has no table of its own
             continue
         picked = _pick(link.attributes, "")
         if picked:
+            column, embeddable, fallback = picked
             copies = 1 if link.has_direction else 2
-            targets.append(EditTarget(f"Link_{link.sentence.lower()}", *picked, kind="edge", copies=copies))
+            targets.append(
+                EditTarget(f"Link_{link.sentence.lower()}", column, embeddable, "edge", copies, fallback)
+            )
     return targets
 
 
@@ -121,15 +126,14 @@ def edit_csv_folder(data: Path, shape: str, fraction: float = 0.01) -> EditSumma
         # Every step-th row from the middle of the first step; a table shorter than a step
         # still gets its middle row edited, so tiny runs exercise every kind of change.
         first = min(step // 2, (rows[target.table] + 1) // 2) or 1
-        edited = _edit_file(path, target, step, first)
+        edited, texts = _edit_file(path, target, step, first)
         summary.rows_edited[target.table] = edited
         if target.kind == "node":
             summary.nodes_changed += edited
         else:
             summary.edges_changed += edited * target.copies
-        if target.embeddable:
-            summary.texts_changed += edited
-            summary.values_changed += edited * target.copies
+        summary.texts_changed += texts
+        summary.values_changed += texts * target.copies
     return summary
 
 
@@ -138,23 +142,30 @@ def _data_rows(path: Path) -> int:
         return max(sum(1 for _ in csv.reader(f)) - 1, 0)
 
 
-def _edit_file(path: Path, target: EditTarget, step: int, first: int) -> int:
-    """Rewrite `path` with `target.column` changed in data rows first, first + step, …; rows edited."""
+def _edit_file(path: Path, target: EditTarget, step: int, first: int) -> tuple[int, int]:
+    """Rewrite `path` with `target.column` changed in data rows first, first + step, …;
+    (rows edited, of those the ones whose embeddable text changed)."""
     tmp = path.with_suffix(".csv.tmp")
-    edited = 0
+    edited = texts = 0
     with path.open(encoding="utf-8", newline="") as src, tmp.open("w", encoding="utf-8", newline="") as dst:
         reader = csv.reader(src)
         writer = csv.writer(dst, lineterminator="\n")
         header = next(reader)
         writer.writerow(header)
         column = header.index(target.column)
+        fallback = header.index(target.fallback) if target.fallback else None
         for row_no, row in enumerate(reader, start=1):
-            if row_no >= first and (row_no - first) % step == 0 and row[column] != "":
-                row[column] = _changed(row[column], row_no, target.embeddable)
-                edited += 1
+            if row_no >= first and (row_no - first) % step == 0:
+                if row[column] != "":
+                    row[column] = _changed(row[column], row_no, target.embeddable)
+                    edited += 1
+                    texts += target.embeddable
+                elif fallback is not None and row[fallback] != "":
+                    row[fallback] = _changed(row[fallback], row_no, False)
+                    edited += 1
             writer.writerow(row)
     os.replace(tmp, path)
-    return edited
+    return edited, texts
 
 
 def _changed(value: str, row_no: int, embeddable: bool) -> str:

@@ -2,8 +2,9 @@
 
 Two shapes, like the samples in `samples/`:
 - `people`: persons, interests, cities; an undirected person–interest link table with a
-  heavy-tailed number of interests per person (and skewed interest popularity); a Ref column
-  person → city that is a foreign-key link.
+  heavy-tailed number of interests per person (and skewed interest popularity) and an embeddable
+  free-text `note` on up to `NOTED_LINKS_MAX` of its rows; a Ref column person → city that is a
+  foreign-key link.
 - `regulations`: documents, document chunks, regulations; a Ref column chunk → document, a RefList
   column regulation → chunks (the chunks whose text states the regulation's duty), a directed link
   table with edge attributes (one embeddable), a directed self-link, and one column the data model
@@ -505,6 +506,17 @@ INTEREST_MODIFIERS = (
 INTEREST_NAMES = tuple(f"{m} {s}".strip() for m in INTEREST_MODIFIERS for s, _ in INTEREST_SUBJECTS)
 INTEREST_CATEGORIES = tuple(c for _ in INTEREST_MODIFIERS for _, c in INTEREST_SUBJECTS)
 SKILL_LEVELS = ("curious", "beginner", "beginner", "intermediate", "intermediate", "expert")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+          "October", "November", "December")  # fmt: skip
+NOTE_ORIGINS = (
+    "after a friend's invitation", "at a community evening class", "from a library book",
+    "on a holiday abroad", "through a colleague", "from online videos", "at a summer festival",
+    "with their children", "after moving house", "during a long winter",
+)  # fmt: skip
+NOTE_HABITS = (
+    "practises weekly", "goes at it most weekends", "keeps at it a few times a year",
+    "meets a local group monthly", "spends most evenings on it", "has lately let it slide",
+)  # fmt: skip
 
 TOPICS = (
     "cold storage", "allergen labelling", "fire safety", "hand hygiene", "pest control",
@@ -588,7 +600,10 @@ PEOPLE_ANCHORS = [
 PEOPLE_LINKS = [
     LinkSpec("PERSON_has_INTEREST", "person", "interest", "The person enjoys the interest (undirected).",
              False, attributes=(AttrSpec("skill_level", example="beginner"),
-                                AttrSpec("since_year", "int", example="2017"))),
+                                AttrSpec("since_year", "int", example="2017"),
+                                AttrSpec("note", embeddable=True, description="How the person took it up.",
+                                         example="Took up pottery in May 2017 from a library book; "
+                                                 "practises weekly, now beginner."))),
     LinkSpec("PERSON_lives_in_CITY", "person", "city", "Where the person lives (person_city column).",
              True, anchor1_link_column="person_city"),
 ]  # fmt: skip
@@ -602,6 +617,13 @@ PEOPLE_QUERIES = [
 ]  # fmt: skip
 
 
+# Link rows that carry a note. An undirected link stores each row in both directions, so a noted
+# row is two edge vectors: 50,000 notes make the edge index 100,000 vectors from 100k rows up (the
+# size at which issue 13 wants search latency), while at 1M rows that index stays small enough to
+# build in memory (≈ 1.6M vectors if every row had a note).
+NOTED_LINKS_MAX = 50_000
+
+
 def people(rows: int, seed: int) -> KnowledgeBase:
     n_city = max(3, rows // 500)
     n_interest = max(10, rows // 20)
@@ -610,6 +632,7 @@ def people(rows: int, seed: int) -> KnowledgeBase:
     max_degree = min(n_interest, 300)
     if n_link < 0 or n_link > n_person * max_degree:
         raise ConfigError(f"--rows {rows} is too small for the people shape; use at least {MIN_ROWS}")
+    n_noted = min(n_link, NOTED_LINKS_MAX)
     stats: Counter[str] = Counter()
     city_id = id_formatter("city", n_city)
     interest_id = id_formatter("interest", n_interest)
@@ -640,12 +663,24 @@ def people(rows: int, seed: int) -> KnowledgeBase:
 
     def person_interests() -> Iterator[Row]:
         rng = table_rng(seed, "person_interest")
+        note_rng = table_rng(seed, "person_interest_note")  # its own stream: other columns stay as they were
         degrees = heavy_tailed_counts(rng, n_link, n_person, max_degree)
+        j = 0
         for i, k in enumerate(degrees, start=1):
             pid = person_id(i)
             for pick in distinct_skewed(rng, k, n_interest, skew=2.5):
-                yield (pid, interest_id(pick + 1), "PERSON_has_INTEREST", rng.choice(SKILL_LEVELS),
-                       rng.randint(1995, 2024))  # fmt: skip
+                skill, year = rng.choice(SKILL_LEVELS), rng.randint(1995, 2024)
+                note = ""
+                if (
+                    j + 1
+                ) * n_noted // n_link != j * n_noted // n_link:  # exactly n_noted rows, evenly spread
+                    note = (
+                        f"Took up {cycled_name(pick, INTEREST_NAMES)} in {note_rng.choice(MONTHS)} {year} "
+                        f"{note_rng.choice(NOTE_ORIGINS)}; {note_rng.choice(NOTE_HABITS)}, now {skill}."
+                    )
+                    stats["values.PERSON_has_INTEREST.note"] += 2  # stored in both directions
+                j += 1
+                yield (pid, interest_id(pick + 1), "PERSON_has_INTEREST", skill, year, note)  # fmt: skip
 
     return KnowledgeBase(
         model=model_tables(PEOPLE_ANCHORS, PEOPLE_LINKS, PEOPLE_QUERIES,
@@ -662,7 +697,7 @@ def people(rows: int, seed: int) -> KnowledgeBase:
             ], persons()),
             Table("Link_person_has_interest", [
                 Column("from_node_id"), Column("to_node_id"), Column("edge_label"), Column("skill_level"),
-                Column("since_year", "Int"),
+                Column("since_year", "Int"), Column("note"),
             ], person_interests()),
         ],
         stats=stats,
@@ -857,9 +892,12 @@ def expected_counts(kb: KnowledgeBase, rows: dict[str, int]) -> dict[str, Any]:
     return {
         "nodes": {noun: rows[f"Anchor_{noun}"] for noun in nouns},
         "edges": edges,
-        # Every generated row has a value for each embeddable attribute.
+        # Values (= vectors) per embeddable attribute: one per row, unless the generator counted
+        # them because only some rows have one.
         "embeddable_values": {
-            f"{owner}.{name}": (rows[f"Anchor_{owner}"] if owner in nouns else edges[owner])
+            f"{owner}.{name}": kb.stats.get(
+                f"values.{owner}.{name}", rows[f"Anchor_{owner}"] if owner in nouns else edges[owner]
+            )
             for owner, name in embeddable
         },
     }

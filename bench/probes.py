@@ -84,9 +84,10 @@ def probe_search(
     """p50/p95 of `VectorStore.search` (the database part of the agent's vector tool) and, on the
     same queries in the same run, of its baseline: the same statement from a bare psycopg
     connection (session settings made once). Queries are embedded beforehand, round-robin over
-    every embeddable attribute, threshold 0 so every search returns its full `top_n`; vedana and
-    the baseline alternate query by query, so load on the machine hits both alike. Each figure
-    is the median over `rounds` rounds."""
+    every embeddable attribute (node and edge ones: each kind has its own HNSW index, so `by_kind`
+    gives each index's latency beside its size in `vectors`), threshold 0 so every search returns
+    its full `top_n`; vedana and the baseline alternate query by query, so load on the machine hits
+    both alike. Each figure is the median over `rounds` rounds."""
     from statistics import median
 
     from vedana.embeddings import get_embedder
@@ -107,6 +108,7 @@ def probe_search(
     work = [w for group in zip_longest(*queues) for w in group if w is not None][: n + WARMUP]
     rounds_out: list[dict[str, Any]] = []
     by_target: dict[str, list[float]] = {}
+    by_kind: dict[str, list[float]] = {}
     hits = 0
     with VectorStore(engine) as store, _BareSearch(engine, store.model().dim, top_n) as bare:
         for _ in range(rounds):
@@ -123,6 +125,7 @@ def probe_search(
                 ours.append(t1 - t0)
                 theirs.append(t2 - t1)
                 by_target.setdefault(f"{label}.{attribute}", []).append(t1 - t0)
+                by_kind.setdefault(kind, []).append(t1 - t0)
                 hits += len(found)
             rounds_out.append({"vedana": percentiles(ours), "baseline": percentiles(theirs)})
     measured = max(1, sum(len(v) for v in by_target.values()))
@@ -143,6 +146,7 @@ def probe_search(
         "ratio_p95": round(latency["p95_ms"] / baseline["p95_ms"], 2) if baseline["p95_ms"] else None,
         "rounds": rounds_out,
         "by_target": {k: percentiles(v) for k, v in sorted(by_target.items())},
+        "by_kind": {k: percentiles(v) for k, v in sorted(by_kind.items())},
         "mean_hits": round(hits / measured, 2),
     }
 

@@ -52,6 +52,13 @@ def _pct(value: Any) -> str:
     return "–" if value is None else f"{value:.1%}"
 
 
+def _vectors(counts: dict[str, int] | None) -> str:
+    """Total, then per HNSW index (one per embedding table)."""
+    if not counts or not sum(counts.values()):
+        return "–"
+    return f"{sum(counts.values()):,} (node {counts.get('node', 0):,} · edge {counts.get('edge', 0):,})"
+
+
 def _ms(lat: Any) -> str:
     if not lat or not lat.get("n"):
         return "–"
@@ -189,7 +196,9 @@ LATENCY_ROWS: list[Row] = [
     ("vector search (DB) p50 / p95", lambda z: _ms(_get(z, "phases", "search", "latency"))),
     ("  baseline: same SQL, bare psycopg", lambda z: _ms(_get(z, "phases", "search", "baseline_latency"))),
     ("  vedana ÷ baseline p50 · p95", lambda z: _ratio(_get(z, "phases", "search"))),
-    ("  vectors in the index", lambda z: _n(sum((_get(z, "phases", "search", "vectors") or {}).values()) or None)),
+    ("  vectors in the index", lambda z: _vectors(_get(z, "phases", "search", "vectors"))),
+    ("  node index p50 / p95", lambda z: _ms(_get(z, "phases", "search", "by_kind", "node"))),
+    ("  edge index p50 / p95", lambda z: _ms(_get(z, "phases", "search", "by_kind", "edge"))),
     ("query embedding, local model", lambda z: _ms(_get(z, "phases", "embed-local", "query_embed"))),
     ("Cypher lookup p50 / p95", lambda z: _ms(_get(z, "phases", "cypher", "lookup"))),
     ("Cypher aggregate p50 / p95", lambda z: _ms(_get(z, "phases", "cypher", "aggregate"))),
@@ -259,6 +268,40 @@ def _memory_table(size: dict[str, Any]) -> Any:
     return table
 
 
+RATIO_HEADER = ["size", "measure", "vedana", "baseline (same run)", "ratio", "pairs", "must reach", "met?"]
+
+
+def ratio_rows(sizes: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per ratio held by any phase of any size: vedana ÷ its same-run baseline."""
+    from bench.ratios import format_met, format_ratio, format_seconds, size_ratios
+
+    rows = []
+    for size in sizes:
+        for _, entry in size_ratios(size):
+            pairs = len(entry.get("pairs") or []) or 1
+            rows.append([
+                size_label(size["rows"]), entry["measure"], format_seconds(entry.get("vedana_s")),
+                f"{entry.get('baseline', '')}: {format_seconds(entry.get('baseline_s'))}", format_ratio(entry),
+                str(pairs), entry.get("must_reach") or "–", format_met(entry),
+            ])  # fmt: skip
+    return rows
+
+
+def _ratio_table(sizes: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    table = Table(
+        title="vedana against the engines' own limits, same run, same rows (ratio = vedana ÷ baseline; "
+        "median over back-to-back pairs)",
+        title_justify="left",
+    )
+    for name in RATIO_HEADER:
+        table.add_column(name, justify="right" if name in ("size", "vedana", "ratio", "pairs") else "left")
+    for row in ratio_rows(sizes):
+        table.add_row(*row)
+    return table
+
+
 def render(results: dict[str, Any], console: Any) -> None:
     """Print the tables of `results` on `console` (a rich Console)."""
     sizes = results["sizes"]
@@ -271,6 +314,8 @@ def render(results: dict[str, Any], console: Any) -> None:
     if latency:
         console.print(_table("Latency (p50 / p95)", latency, LATENCY_ROWS))
     console.print(_memory_table(sizes[-1]))
+    if ratio_rows(sizes):
+        console.print(_ratio_table(sizes))
     busy = machine.get("busy_processes_start") or []
     console.print(
         f"machine: {machine['cpus']} cpus ({machine['cpu_model']}), {machine['memory_gb']} GB; "
@@ -286,15 +331,38 @@ def render(results: dict[str, Any], console: Any) -> None:
         "add the local query-embedding time for the agent's tool.",
         f"wall time {results.get('wall_s')} s",
     ]
+    notes[-1:-1] = _few_vectors_notes(sizes)
     for note in notes:
         console.print(f"· {note}", highlight=False)
 
 
-def _md_table(header: list[str], rows: list[list[str]]) -> str:
+SEARCH_AT_VECTORS = 100_000  # issue 13: search latency must hold at this many vectors
+
+
+def _few_vectors_notes(sizes: list[dict[str, Any]]) -> list[str]:
+    """Say so when no index the search probe ran on held as many vectors as the issue's figure
+    needs. Node and edge vectors are separate HNSW indexes, so the largest one counts, not the
+    sum (people at 100k rows: node 20,200, edge 100,000)."""
+    notes = []
+    for size in sizes:
+        vectors = _get(size, "phases", "search", "vectors")
+        if vectors is None:
+            continue
+        largest = max(vectors.values(), default=0)
+        if largest < SEARCH_AT_VECTORS:
+            notes.append(
+                f"vector search at {size_label(size['rows'])} ran on indexes of at most {largest:,} vectors, "
+                f"fewer than {SEARCH_AT_VECTORS:,}: for that figure use a larger size (people: 100k rows "
+                "and up) with --phases search"
+            )
+    return notes
+
+
+def _md_table(header: list[str], rows: list[list[str]], align_left: tuple[int, ...] = ()) -> str:
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
-    align = ["---"] + ["---:"] * (len(header) - 1)
+    align = ["---"] + ["---" if i in align_left else "---:" for i in range(1, len(header))]
     return "\n".join([line(header), "| " + " | ".join(align) + " |", *(line(r) for r in rows)])
 
 
@@ -353,4 +421,13 @@ def markdown(results: dict[str, Any]) -> str:
             ["phase", "wall", "cpu py", "cpu pg", "cpu falkor", "py peak", "pg peak", "falkor peak"], rows
         ),
     ]
+    ratios = ratio_rows(sizes)
+    if ratios:
+        parts += [
+            "",
+            "vedana against the engines' own limits, same run, same rows (ratio = vedana ÷ baseline; "
+            "median over back-to-back pairs):",
+            "",
+            _md_table(RATIO_HEADER, ratios, align_left=(1, 3, 6, 7)),
+        ]
     return "\n".join(parts) + "\n"

@@ -28,10 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.baselines import CopyBaseline, hash_pass, psycopg_url
 from bench.edit import edit_csv_folder
 from bench.generate import generate
 from bench.local_embed import LocalModelProcess
 from bench.measure import Meter, Phase, StageClock
+from bench.ratios import ratio_entry
 from vedana.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -73,6 +75,7 @@ class BenchConfig:
     queries: int = 200  # vector searches and Cypher lookups at the latency size
     asks: int = 20
     latency_all_sizes: bool = False
+    pairs: int = 3  # back-to-back vedana/baseline pairs per ratio (median taken); 1 = the main run only
     workdir: Path | None = None
     keep: bool = False
 
@@ -100,6 +103,7 @@ class BenchConfig:
             "queries": self.queries,
             "asks": self.asks,
             "latency_all_sizes": self.latency_all_sizes,
+            "pairs": self.pairs,
             "fast_embedder": FAST_EMBEDDER,
             "local_model": LOCAL_MODEL,
         }
@@ -282,6 +286,67 @@ class SizeRun:
         if not counts_match:
             entry["counts"] = {"nodes": nodes, "edges": edges}
         self._say("sync", entry, f"{entry['rows_per_s'] or 0:,.0f} rows/s")
+        self._sync_vs_copy(entry)
+
+    def _sync_vs_copy(self, sync_entry: dict[str, Any]) -> None:
+        """The full sync against COPY of the rows it produced into staging-shaped tables: pair 1
+        is the sync just measured and a COPY right after it; each further pair is a first sync
+        into a fresh database of the same server, then the COPY again."""
+        assert self._engine is not None
+        dump = CopyBaseline(self.folder / "staging-dump")
+        try:
+            dump.dump(self._engine)  # not timed: the rows as vedana finished them
+            with self.meter.phase("sync-copy") as phase:
+                copy_s = dump.timed_copy(self._engine)
+            pairs = [(sync_entry["seconds"], copy_s)]
+            self._record(phase, **dump.to_dict())
+            if self.config.pairs > 1:
+                with self.meter.phase("sync-pairs") as phase:
+                    for n in range(2, self.config.pairs + 1):
+                        pairs.append(self._fresh_sync_and_copy(dump, n))
+                self._record(phase, pairs=[[round(v, 4), round(b, 4)] for v, b in pairs[1:]])
+        finally:
+            shutil.rmtree(dump.folder, ignore_errors=True)
+        rows = sum(dump.rows.values())
+        sync_entry["ratios"] = [
+            ratio_entry(
+                "full sync, CSV folder → staging", pairs,
+                f"COPY of the same {rows:,} staging rows", "≤ 1.5×",
+            )
+        ]  # fmt: skip
+        ratio = sync_entry["ratios"][0]
+        self.status(
+            f"[{self.rows:,}] sync vs COPY: {ratio['ratio']:.2f}× (median of {len(pairs)}; "
+            f"COPY {ratio['baseline_s']:.2f} s)"
+        )
+
+    def _fresh_sync_and_copy(self, dump: CopyBaseline, n: int) -> tuple[float, float]:
+        """(sync seconds, COPY seconds) in a new empty database on the same server: a true first
+        sync again, whatever state vedana keeps. Creating the database and its schema is not timed."""
+        import psycopg
+
+        from vedana.etl.sync import sync
+        from vedana.stores.postgres import get_engine
+
+        assert self._engine is not None
+        name = f"bench_pair_{self.rows}_{n}"  # a new URL: never a cached engine
+        admin = psycopg_url(self._engine)
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {name}")
+        url = self._engine.url.set(database=name).render_as_string(hide_password=False)
+        settings = bench_settings(self.home, db_conn_uri=url)
+        engine = get_engine(settings)  # the schema is made here
+        try:
+            started = time.perf_counter()
+            sync(settings, data_model=self.kb / "model", data=self.kb / "data")
+            sync_s = time.perf_counter() - started
+            copy_s = dump.timed_copy(engine)
+        finally:
+            engine.dispose()
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        return sync_s, copy_s
 
     def _phase_index(self) -> None:
         report, phase, stages = self._index("index")
@@ -309,6 +374,24 @@ class SizeRun:
             f"graph {entry['graph_rows_per_s'] or 0:,.0f} rows/s, {report.texts_embedded:,} texts, "
             f"vectors {entry['vectors_s']:.2f} s",
         )  # fmt: skip
+        self._graph_baselines(entry, seconds.get("graph", 0.0))
+
+    def _graph_baselines(self, entry: dict[str, Any], graph_s: float) -> None:
+        """GRAPH.BULK and raw UNWIND of the rows just loaded (`bench/graph_baselines.py`), in the
+        index entry with their ratios."""
+        from bench.graph_baselines import graph_baselines
+        from vedana.stores.graph_falkordb import FalkorGraph
+
+        graph = FalkorGraph.embedded(self.home)
+        try:
+            assert self._engine is not None
+            found = graph_baselines(self._engine, graph, graph_s)
+        finally:
+            graph.close()
+        entry.setdefault("ratios", []).extend(found.pop("ratios"))
+        entry["graph_baselines"] = found
+        detail = ", ".join(f"{r['ratio']}× {r['baseline']}" for r in entry["ratios"][-2:])
+        self.status(f"[{self.rows:,}] graph limits: {detail}")
 
     def _phase_rerun(self) -> None:
         sync_report, sync_phase, _ = self._sync("rerun-sync")
@@ -339,10 +422,19 @@ class SizeRun:
         self._say("rerun index", i, f"{i['vs_full']:.1%} of the full index; nothing rewritten: {nothing}")
 
     def _phase_edit(self) -> None:
+        data = self.kb / "data"
+        previous = hash_pass(data).hashes  # the baseline's "last run", before the edit; not timed
         with self.meter.phase("edit-files") as phase:
-            summary = edit_csv_folder(self.kb / "data", self.config.shape, self.config.edit_fraction)
+            summary = edit_csv_folder(data, self.config.shape, self.config.edit_fraction)
         self._record(phase, **summary.to_dict())
+        # The baseline first, then its hashes are dropped: they must not swell vedana's peak.
+        with self.meter.phase("edit-hash") as phase:
+            found = hash_pass(data, previous)
+        del previous
+        self._record(phase, **found.to_dict(), found_the_edit=self._found_edit(found, summary.edited))
+        found.hashes.clear()
         sync_report, sync_phase, _ = self._sync("edit-sync")
+        pairs = [(sync_phase.seconds, found.seconds)]
         index_report, index_phase, _ = self._index("edit-index")
         totals = sync_report.to_dict()["totals"]
         seen = {
@@ -380,6 +472,61 @@ class SizeRun:
             f"{i['vs_full']:.1%} of the full index; texts embedded {seen['texts_embedded']:,} "
             f"(changed values {expected['texts_embedded']:,}) {'ok' if seen == expected else 'MISMATCH'}",
         )  # fmt: skip
+        if self.config.pairs > 1:
+            with self.meter.phase("edit-pairs") as phase:
+                rounds = [self._edit_round() for _ in range(2, self.config.pairs + 1)]
+            pairs += [(r["sync_s"], r["hash_s"]) for r in rounds]
+            self._record(phase, rounds=rounds)
+        s["ratios"] = self._edit_ratios(pairs)
+        edit, whole = s["ratios"]
+        self.status(
+            f"[{self.rows:,}] edit re-sync: {edit['ratio']:.1f}× read + hash + compare "
+            f"({edit['baseline_s']:.2f} s), {whole['ratio']:.1%} of a full sync (median of {len(pairs)})"
+        )
+
+    @staticmethod
+    def _found_edit(found: Any, edited: int) -> bool:
+        """The baseline saw exactly the edit: every edited row changed, nothing new or gone."""
+        return bool(found.changed == edited and not found.new and not found.gone)
+
+    def _edit_round(self) -> dict[str, Any]:
+        """One more back-to-back pair: edit the same share of rows again, read + hash + compare
+        (timed), vedana's sync (timed), then index so the home stays as a user's would."""
+        from vedana.etl.index import index
+        from vedana.etl.sync import sync
+
+        data = self.kb / "data"
+        previous = hash_pass(data).hashes
+        summary = edit_csv_folder(data, self.config.shape, self.config.edit_fraction)
+        found = hash_pass(data, previous)
+        del previous
+        found.hashes.clear()
+        started = time.perf_counter()
+        sync(self.settings, data_model=self.kb / "model", data=data)
+        sync_s = time.perf_counter() - started
+        index(self.settings)
+        return {
+            "rows_edited": summary.edited,
+            "sync_s": round(sync_s, 4),
+            "hash_s": round(found.seconds, 4),
+            "found_the_edit": self._found_edit(found, summary.edited),
+        }
+
+    def _edit_ratios(self, pairs: list[tuple[float, float]]) -> list[dict[str, Any]]:
+        """The edit's re-sync against read + hash + compare, and against a full sync (the median
+        of the full syncs timed for the COPY ratio, when there are several)."""
+        sync = self.result["phases"]["sync"]
+        full = next(
+            (r["vedana_s"] for r in sync.get("ratios", []) if r["measure"].startswith("full sync")), None
+        )
+        full_s = full or sync["seconds"]
+        share = f"{self.config.edit_fraction:.0%}".replace("%", " %")
+        return [
+            ratio_entry(
+                f"{share} edit re-sync", pairs, "read + hash + compare", "",
+            ),
+            ratio_entry(f"{share} edit re-sync ÷ full sync", [(v, full_s) for v, _ in pairs], "full sync", "≤ 10 %"),
+        ]  # fmt: skip
 
     def _phase_search(self) -> None:
         from bench.probes import probe_search
@@ -388,6 +535,18 @@ class SizeRun:
         with self.meter.phase("search") as phase:
             found = probe_search(self.settings, self._engine, self.config.queries)
         entry = self._record(phase, **found)
+        # Node and edge vectors are two HNSW indexes: name both sizes, not only their sum.
+        counts = found.get("vectors") or {}
+        vectors = " + ".join(f"{kind} {n:,}" for kind, n in sorted(counts.items(), reverse=True) if n)
+        entry["ratios"] = [
+            ratio_entry(
+                f"vector search {q} ({vectors or 0} vectors)",
+                [(r["vedana"][f"{q}_ms"] / 1000, r["baseline"][f"{q}_ms"] / 1000) for r in found["rounds"]],
+                "same SQL, bare psycopg", "≤ 1.2×",
+            )
+            for q in ("p50", "p95")
+            if found["rounds"] and all(r["baseline"].get(f"{q}_ms") for r in found["rounds"])
+        ]  # fmt: skip
         lat = found["latency"]
         self._say("search", entry, f"p50 {lat.get('p50_ms', 0):.1f} ms, p95 {lat.get('p95_ms', 0):.1f} ms")
 
@@ -430,6 +589,19 @@ class SizeRun:
             phase, **measured, texts_total=total, sampled=len(texts) < total,
             estimated_full_embed_s=full_s,
         )  # fmt: skip
+        by_batch, ours, best = (
+            measured.get("cpu_ms_per_text_by_batch"),
+            measured.get("batch_size"),
+            measured.get("best_batch"),
+        )
+        if by_batch and ours and best and by_batch[str(best)] > 0:
+            entry["ratios"] = [
+                ratio_entry(
+                    f"local model CPU per text, batch {ours}",
+                    [(by_batch[str(ours)] / 1000, by_batch[str(best)] / 1000)],
+                    f"best batch ({best})", "≤ 1.1×",
+                )
+            ]  # fmt: skip
         sample = f"sample of {len(texts):,}/{total:,} texts" if len(texts) < total else f"all {total:,} texts"
         self._say("embed-local", entry, f"{rate:,.0f} texts/s on a {sample}; full embed ≈ {full_s} s")
 

@@ -20,6 +20,18 @@ DEFAULT_EMBEDDINGS_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_EMBEDDINGS_DIM = 384
 
 
+def default_query_memory_mb() -> int:
+    """An eighth of the machine's memory, at most 1 GiB: one runaway query cannot take the
+    machine, and ordinary reads and index batches stay far below it."""
+    import os
+
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1024
+    return max(64, min(1024, total // 8 // (1024 * 1024)))
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_file=".env",
@@ -72,6 +84,8 @@ class Settings(BaseSettings):
     # Agent
     cypher_rows_limit: int = 200
     cypher_timeout_s: float = 10.0
+    # Memory one query may use on the embedded FalkorDB (its QUERY_MEM_CAPACITY), in MB.
+    graph_query_memory_mb: int = Field(default_factory=default_query_memory_mb, gt=0)
     pipeline_history_length: int = 20
     agent_max_rounds: int = Field(default=5, validation_alias=AliasChoices("VEDANA_AGENT_MAX_ROUNDS"))
 

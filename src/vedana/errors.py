@@ -40,6 +40,8 @@ class SourceError(VedanaError):
 class GristError(SourceError):
     """The Grist server refused or failed a request."""
 
+    status: int | None = None  # the HTTP status of Grist's answer, when it answered
+
 
 class GristAuthError(GristError):
     """401/403 from Grist."""

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from standins.fake_llm import FakeLLM
 from support.agent_kb import data_model, load_graph, save
-from support.fake_llm import FakeLLM
 from vedana.config import Settings
 from vedana.datamodel import DataModel
 from vedana.stores.graph import GraphStore

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from standins.fake_llm import FakeLLM, raw, structured
 from support.agent_kb import data_model
-from support.fake_llm import FakeLLM, raw, structured
 from vedana.agent.filter import FilterSelection, apply_selection, filter_data_model, parse_selection
 from vedana.agent.llm import LLM
 from vedana.agent.templates import Templates

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from standins.fake_llm import FakeLLM, answer, structured, tool_calls
 from support.agent_kb import data_model, save
-from support.fake_llm import FakeLLM, answer, structured, tool_calls
 from vedana.agent import ask
 from vedana.config import Settings
 from vedana.datamodel import DataModel, Prompt

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from support.fake_llm import FakeLLM, answer, structured, tool_calls
+from standins.fake_llm import FakeLLM, answer, structured, tool_calls
 from vedana.agent import ask
 from vedana.config import Settings
 from vedana.stores.graph import GraphStore

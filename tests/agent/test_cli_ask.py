@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from support.fake_llm import FakeLLM, answer, structured, tool_calls
+from standins.fake_llm import FakeLLM, answer, structured, tool_calls
 from vedana.agent.tools import run_cypher
 from vedana.cli.app import app
 from vedana.config import reset_settings

@@ -11,8 +11,8 @@ from typing import Any
 
 import requests
 
-from support.fake_grist import FakeGrist
-from support.fake_llm import FakeLLM, answer, tool_calls
+from standins.fake_grist import FakeGrist
+from standins.fake_llm import FakeLLM, answer, tool_calls
 from support.sync_kb import API_KEY, DATA_DOC_ID, club_data, club_model, grist_settings
 from vedana.agent import ask
 from vedana.config import Settings

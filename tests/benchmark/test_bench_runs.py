@@ -60,6 +60,7 @@ def test_every_phase_ran_and_was_measured(bench_run: tuple[dict, str, Path]) -> 
     [size] = results["sizes"]
     assert size["rows"] == ROWS
     expected = {"generate", "services", "rerun-sync", "rerun-index", "edit-files", "edit-sync", "edit-index"}
+    expected |= {"sync-copy", "sync-pairs", "edit-hash", "edit-pairs"}  # the same-run baselines
     expected |= set(PHASES) - {"rerun", "edit"}
     assert set(size["phases"]) == expected
     for name, phase in size["phases"].items():
@@ -97,9 +98,16 @@ def test_counts_and_proofs_hold(bench_run: tuple[dict, str, Path]) -> None:
 @pytest.mark.slow
 def test_latency_probes_and_local_model(bench_run: tuple[dict, str, Path]) -> None:
     results, _, _ = bench_run
-    phases = results["sizes"][0]["phases"]
+    size = results["sizes"][0]
+    phases = size["phases"]
     assert phases["search"]["latency"]["n"] == QUERIES
     assert phases["search"]["mean_hits"] > 0
+    # The searches ran on both HNSW indexes, which hold every value the generator promised
+    # (the person–interest notes in the edge index, stored in both directions).
+    vectors = phases["search"]["vectors"]
+    assert vectors["edge"] == size["expected"]["embeddable_values"]["PERSON_has_INTEREST.note"] > 0
+    assert sum(vectors.values()) == sum(size["expected"]["embeddable_values"].values())
+    assert set(phases["search"]["by_kind"]) == {"node", "edge"}
     assert phases["cypher"]["lookup"]["n"] == QUERIES
     assert phases["cypher"]["lookup_mean_rows"] > 0
     ask = phases["ask"]
@@ -130,6 +138,61 @@ def test_table_printed_and_services_stopped(bench_run: tuple[dict, str, Path]) -
     for home in service_homes:
         assert postgres_status(home)["running"] is False
     assert falkordb_status(service_homes[0])["running"] is False
+
+
+@pytest.mark.slow
+def test_ratios_to_same_run_baselines(bench_run: tuple[dict, str, Path]) -> None:
+    from bench.ratios import met, size_ratios
+
+    results, output, _ = bench_run
+    [size] = results["sizes"]
+    found = list(size_ratios(size))
+
+    def one(prefix: str, per_full_sync: bool = False) -> tuple[str, dict]:
+        [hit] = [
+            (p, e)
+            for p, e in found
+            if e["measure"].startswith(prefix) and ("÷" in e["measure"]) == per_full_sync
+        ]
+        return hit
+
+    wanted = {
+        ("full sync, CSV folder → staging", False): "sync",
+        ("1 % edit re-sync", False): "edit-sync",
+        ("1 % edit re-sync", True): "edit-sync",
+        ("vector search p50", False): "search",
+        ("vector search p95", False): "search",
+        ("local model CPU per text", False): "embed-local",
+    }
+    for (prefix, per_full), phase in wanted.items():
+        held_by, entry = one(prefix, per_full)
+        assert held_by == phase, prefix
+        assert set(entry) >= {"measure", "vedana_s", "baseline", "baseline_s", "ratio", "must_reach"}
+        assert entry["vedana_s"] > 0 and entry["baseline_s"] > 0 and entry["ratio"] > 0, entry
+        assert isinstance(entry["baseline"], str) and entry["baseline"]
+        if entry["must_reach"]:
+            assert met(entry) in (True, False), entry
+    assert one("1 % edit re-sync", True)[1]["must_reach"] == "≤ 10 %"
+    vectors = size["phases"]["search"]["vectors"]
+    assert (
+        f"(node {vectors['node']:,} + edge {vectors['edge']:,} vectors)"
+        in one("vector search p50")[1]["measure"]
+    )
+    # Back-to-back pairs, as many as asked (3 by default) where the bench repeats the work.
+    for prefix in ("full sync", "1 % edit re-sync", "vector search p95"):
+        assert len(one(prefix)[1]["pairs"]) == 3, prefix
+    # The baselines did what they claim: COPY loaded exactly the staging rows; read + hash +
+    # compare found exactly the edited rows, in every pair.
+    phases = size["phases"]
+    assert sum(phases["sync-copy"]["rows"].values()) == phases["sync"]["staging_rows"]
+    assert phases["edit-hash"]["found_the_edit"] is True
+    assert phases["edit-hash"]["changed"] == phases["edit-files"]["rows_edited"]
+    assert all(r["found_the_edit"] for r in phases["edit-pairs"]["rounds"])
+    # The table is printed on stdout and in the Markdown, one line per ratio.
+    assert "vedana against the engines' own limits" in output
+    assert "| size | measure | vedana | baseline (same run) | ratio | pairs | must reach | met? |" in output
+    md_lines = [line for line in output.splitlines() if line.startswith(f"| {ROWS} | ")]
+    assert len(md_lines) == len(found)
 
 
 def test_sizes_and_phases_are_checked() -> None:

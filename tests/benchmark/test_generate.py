@@ -168,12 +168,30 @@ def independent_counts(out: Path) -> dict[str, dict[str, int]]:
     return {"nodes": {n: len(set(v)) for n, v in ids.items()}, "edges": edges}
 
 
+def embeddable_values(out: Path) -> dict[str, int]:
+    """Non-blank values of each embeddable attribute as staging stores them (an undirected link's
+    row twice), counted from the CSV folder: the vectors an index must write."""
+    model, data = out / "model", out / "data"
+    undirected = {r["sentence"] for r in read_csv(model / "Links.csv") if r["has_direction"] == "false"}
+    counts: dict[str, int] = {}
+    for kind, owner_col in (("Anchor", "anchor"), ("Link", "link")):
+        for attr in read_csv(model / f"{kind}_attributes.csv"):
+            if attr["embeddable"] != "true":
+                continue
+            owner, name = attr[owner_col], attr["attribute_name"]
+            table = f"{kind}_{owner.lower() if kind == 'Link' else owner}.csv"
+            filled = sum(1 for r in read_csv(data / table) if r[name].strip())
+            counts[f"{owner}.{name}"] = filled * (2 if owner in undirected else 1)
+    return counts
+
+
 def test_manifest_counts_match_the_data(kb: tuple[str, Path]) -> None:
     _, out = kb
     manifest = json.loads((out / "manifest.json").read_text())
     counts = independent_counts(out)
     assert manifest["expected"]["nodes"] == counts["nodes"]
     assert manifest["expected"]["edges"] == counts["edges"]
+    assert manifest["expected"]["embeddable_values"] == embeddable_values(out)
     # Node ids are unique, so node counts equal row counts.
     assert all(manifest["tables"][f"Anchor_{n}"] == c for n, c in counts["nodes"].items())
 
@@ -207,6 +225,23 @@ def test_people_have_a_heavy_tailed_number_of_interests(tmp_path: Path) -> None:
     assert sum(1 for n in per_person if n >= 10) >= len(per_person) // 50
     per_interest = Counter(i for _, i in pairs).most_common()
     assert per_interest[0][1] >= 20 * statistics.median(n for _, n in per_interest)
+
+
+def test_people_at_100k_rows_give_100k_edge_vectors(tmp_path: Path) -> None:
+    """Issue 13 wants search latency at ≥ 100k vectors: at 100k rows the person–interest notes
+    alone (50,000 rows, each stored in both directions) fill the edge index to 100,000; the
+    notes are nearly all distinct texts, spread over the whole link table."""
+    manifest = generate("people", 100_000, seed=1, out=tmp_path, fmt="csv")
+    values = manifest["expected"]["embeddable_values"]
+    assert values["PERSON_has_INTEREST.note"] == 100_000
+    assert sum(values.values()) == 120_200  # + 15,000 persons, 5,000 interests, 200 cities
+    assert values == embeddable_values(tmp_path)
+    links = read_csv(tmp_path / "data" / "Link_person_has_interest.csv")
+    noted = [i for i, r in enumerate(links) if r["note"]]
+    assert len({links[i]["note"] for i in noted}) >= 0.99 * len(noted)
+    assert noted[0] < 5 and noted[-1] > len(links) - 5
+    first = links[noted[0]]
+    assert first["since_year"] in first["note"] and first["note"].endswith(f"now {first['skill_level']}.")
 
 
 def test_shapes_build_rows_lazily() -> None:

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
+from standins.fake_llm import FakeLLM
 from support.agent_kb import data_model, load_graph, save
-from support.fake_llm import FakeLLM
 from vedana.config import Settings
 from vedana.datamodel import DataModel, LifecycleEvent
 from vedana.stores.graph import GraphStore

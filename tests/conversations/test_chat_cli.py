@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from support.fake_llm import FakeLLM, answer, tool_calls
+from standins.fake_llm import FakeLLM, answer, tool_calls
 from vedana.config import Settings
 from vedana.datamodel import DataModel
 from vedana.ops.conversation import threads_show

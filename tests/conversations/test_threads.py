@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from support.fake_llm import FakeLLM, answer, http_error, structured, tool_calls
+from standins.fake_llm import FakeLLM, answer, http_error, structured, tool_calls
 from vedana.cli.app import app
 from vedana.config import Settings
 from vedana.datamodel import DataModel

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from standins.fake_llm import FakeLLM
 from support.agent_kb import data_model, load_graph, save
 from support.eval_golden import COLUMNS, golden_rows
-from support.fake_llm import FakeLLM
 from vedana.datamodel import DataModel
 from vedana.stores.graph import GraphStore
 

@@ -17,10 +17,10 @@ import pytest
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
+from standins.fake_grist import FakeGrist
+from standins.fake_llm import FakeLLM
+from standins.grist_files import build_grist_file
 from support.eval_golden import cypher_agent, golden_doc, judge_stand_in
-from support.fake_grist import FakeGrist
-from support.fake_llm import FakeLLM
-from support.grist_files import build_grist_file
 from vedana.cli.app import app
 from vedana.config import Settings, reset_settings
 from vedana.datamodel import DataModel

@@ -10,9 +10,9 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from standins.fake_llm import FakeLLM, structured
 from support.agent_kb import data_model, save
 from support.eval_golden import cypher_agent, judge_stand_in
-from support.fake_llm import FakeLLM, structured
 from vedana.cli.app import app
 from vedana.config import reset_settings
 from vedana.datamodel import DataModel, Prompt

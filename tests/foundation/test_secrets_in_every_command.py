@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from support.fake_grist import FakeGrist
-from support.fake_llm import FakeLLM, answer, structured, tool_calls
+from standins.fake_grist import FakeGrist
+from standins.fake_llm import FakeLLM, answer, structured, tool_calls
 from support.sync_kb import DATA_DOC_ID, MODEL_DOC_ID, club_data, club_model
 
 GRIST_KEY = "grist-key-5e4d3c2b1a09f8e7"

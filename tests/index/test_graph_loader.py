@@ -25,7 +25,7 @@ def test_names_from_data_are_quoted_or_refused() -> None:
     for bad in ("", "evil`) DETACH DELETE (n", "line\nbreak", "x" * 256):
         with pytest.raises(SourceError, match="rename the anchor or link"):
             quote_name(bad)
-    assert upsert_edges_cypher("sold at", "Product", "Store").count("`") == 6
+    assert upsert_edges_cypher("sold at", "Product", "Store", ["note"]).count("`") == 8
 
 
 def test_property_values_fit_both_engines() -> None:

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from standins.fake_llm import FakeLLM
 from support.agent_kb import data_model, put_into_staging
-from support.fake_llm import FakeLLM
 from vedana.config import Settings
 from vedana.datamodel import DataModel
 from vedana.stores.graph import GraphStore

@@ -10,7 +10,7 @@ import pytest
 from ops_kb import HASH_MODEL, KB
 from sqlalchemy import Engine, func, select
 
-from support.fake_llm import FakeLLM
+from standins.fake_llm import FakeLLM
 from vedana.config import Settings, reset_settings
 from vedana.stores import tables as t
 from vedana.stores import vectors

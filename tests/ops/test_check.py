@@ -13,8 +13,8 @@ from pydantic import SecretStr
 from sqlalchemy import Engine
 from typer.testing import CliRunner
 
-from support.fake_grist import FakeGrist
-from support.fake_llm import FakeLLM, answer, http_error, tool_calls
+from standins.fake_grist import FakeGrist
+from standins.fake_llm import FakeLLM, answer, http_error, tool_calls
 from support.sync_kb import API_KEY, club_data, club_model, grist_settings
 from vedana.cli.app import app
 from vedana.config import Settings

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from ops_kb import ATTR_HEADER, KB
 
-from support.fake_grist import FakeGrist
+from standins.fake_grist import FakeGrist
 from support.sync_kb import API_KEY, club_data, club_model, grist_settings
 from vedana.config import Settings
 from vedana.ops.lint import lint

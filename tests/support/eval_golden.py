@@ -12,8 +12,8 @@ import threading
 from collections.abc import Collection
 from typing import Any
 
-from support.fake_llm import answer, delayed, http_error, structured, tool_calls
-from support.grist_files import Col, Doc, Table
+from standins.fake_llm import answer, delayed, http_error, structured, tool_calls
+from standins.grist_files import Col, Doc, Table
 
 # (question, golden answer, context, scenario), about the agent tests' knowledge base (agent_kb)
 GOLDEN = [

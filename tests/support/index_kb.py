@@ -127,7 +127,7 @@ class CountingGraph(GraphStore):
     def query(self, cypher: str, params: dict[str, Any] | None = None, **kwargs: Any) -> QueryResult:
         return self.inner.query(cypher, params, **kwargs)
 
-    def write_batches(self, cypher: str, rows: Iterable[dict[str, Any]], batch_size: int = 1000) -> int:
+    def write_batches(self, cypher: str, rows: Iterable[Any], batch_size: int = 1000) -> int:
         if self.fail_after is not None and self.write_calls >= self.fail_after:
             raise KeyboardInterrupt("simulated kill halfway through the graph load")
         self.write_calls += 1

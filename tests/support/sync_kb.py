@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import SecretStr
 from sqlalchemy import Engine, select
 
-from support.grist_files import Attr, CellError, Col, Doc, LinkSpec, Table, model_doc
+from standins.grist_files import Attr, CellError, Col, Doc, LinkSpec, Table, model_doc
 from vedana.config import Settings
 from vedana.stores import tables as t
 

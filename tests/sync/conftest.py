@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from support.fake_grist import FakeGrist
-from support.grist_files import Doc, write_csv_folder
+from standins.fake_grist import FakeGrist
+from standins.grist_files import Doc, write_csv_folder
 from support.sync_kb import API_KEY, blank_staging, club_data, club_model, grist_settings
 from vedana.config import Settings
 

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import Engine
 from typer.testing import CliRunner
 
-from support.fake_grist import FakeGrist
-from support.grist_files import Col, Doc
+from standins.fake_grist import FakeGrist
+from standins.grist_files import Col, Doc
 from support.sync_kb import DATA_DOC_ID, live_edges, live_nodes, staging_rows
 from vedana.cli.app import app
 from vedana.config import Settings, reset_settings

@@ -91,7 +91,7 @@ def test_bad_path_and_missing_configuration(tmp_path: Path, monkeypatch) -> None
 
 def test_data_model_changed_only_when_it_did(model, data, tmp_path: Path) -> None:
     """Prompts out of name order (as a user types them) read twice: the second sync says unchanged."""
-    from support.grist_files import write_csv_folder
+    from standins.grist_files import write_csv_folder
 
     prompts = model.table("Prompts").rows
     prompts[:] = [{"name": "zeta", "text": "Z"}, *prompts, {"name": "alpha", "text": "A"}]
@@ -109,7 +109,7 @@ def test_data_model_changed_only_when_it_did(model, data, tmp_path: Path) -> Non
 
 def test_attribute_without_a_column_is_noted(model, data, tmp_path: Path) -> None:
     """An attribute described in the data model that its table lacks is said once in the report."""
-    from support.grist_files import write_csv_folder
+    from standins.grist_files import write_csv_folder
 
     model.table("Anchor_attributes").rows.append(
         {"anchor": 1, "attribute_name": "person_email", "dtype": "str"}

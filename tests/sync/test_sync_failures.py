@@ -12,8 +12,8 @@ import pytest
 from pydantic import SecretStr
 from sqlalchemy import Engine
 
-from support.fake_grist import FakeGrist
-from support.grist_files import Doc
+from standins.fake_grist import FakeGrist
+from standins.grist_files import Doc
 from support.sync_kb import (
     API_KEY,
     DATA_DOC_ID,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine, select
 
-from support.fake_grist import FakeGrist
-from support.grist_files import Doc, write_csv_folder
+from standins.fake_grist import FakeGrist
+from standins.grist_files import Doc, write_csv_folder
 from support.sync_kb import EXPECTED_EDGES, EXPECTED_NODES, live_nodes, staging_rows
 from vedana.config import Settings
 from vedana.etl.sync import sync
@@ -57,7 +57,7 @@ def test_second_run_writes_nothing(settings: Settings, pg_engine: Engine, folder
 def test_unchanged_files_stop_early(
     settings: Settings, pg_engine: Engine, folders: tuple[Path, Path], model: Doc, data: Doc, tmp_path: Path
 ) -> None:
-    from support.grist_files import build_grist_file
+    from standins.grist_files import build_grist_file
 
     files = build_grist_file(model, tmp_path / "m.grist"), build_grist_file(data, tmp_path / "d.grist")
     for model_source, data_source in (folders, files):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from support.fake_grist import FakeGrist
-from support.grist_files import Doc, build_grist_file
+from standins.fake_grist import FakeGrist
+from standins.grist_files import Doc, build_grist_file
 from support.sync_kb import (
     EXPECTED_EDGES,
     EXPECTED_NODES,

@@ -29,5 +29,13 @@ DataSource = Annotated[
 CsvExport = Annotated[
     bool, typer.Option("--csv", help="Read Grist documents through their CSV export, not the REST API.")
 ]
+Strict = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Fail, writing nothing, when a source needed repair (NUL characters removed) or had "
+        "malformed CSV rows skipped; without it those are warnings.",
+    ),
+]
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON (the library's report).")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary; errors only.")]

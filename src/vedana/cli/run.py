@@ -32,6 +32,7 @@ def run(
             help="Seconds to wait for a run already in progress; then exit 75 without writing.",
         ),
     ] = 10.0,
+    strict: options.Strict = False,
     json_: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print nothing unless something fails.")
@@ -63,6 +64,8 @@ def run(
     def phase_done(name: str, report: Any) -> None:
         if not quiet and not json_:
             _write_line(sync_line(report) if name == "sync" else index_line(report))
+            for warning in report.warnings if name == "sync" else ():
+                info(f"warning: {warning}")
 
     with progress(show_progress(json_, quiet)) as on_progress:
         report = run_all(
@@ -71,6 +74,7 @@ def run(
             data=data,
             csv=csv,
             full=full,
+            strict=strict,
             wait=wait,
             on_progress=on_progress,
             on_notice=notice,

@@ -27,6 +27,7 @@ def sync(
         bool,
         typer.Option("--full", help="Read and compare everything, even if the documents did not change."),
     ] = False,
+    strict: options.Strict = False,
     json_: options.Json = False,
     quiet: options.Quiet = False,
 ) -> None:
@@ -50,6 +51,8 @@ def sync(
         vedana sync --csv
 
         vedana sync --data-model-only
+
+        vedana sync --strict
     """
     from vedana.cli.output import print_json, progress, show_progress
     from vedana.config import get_settings
@@ -64,6 +67,7 @@ def sync(
             data_model_only=data_model_only,
             on_progress=on_progress,
             full=full,
+            strict=strict,
         )
     if json_:
         print_json(report.to_dict())
@@ -80,6 +84,8 @@ def _print_summary(report: SyncReport) -> None:
             console.print(_summary_table(report))
         if report.grist_fetch:
             console.print(f"Grist: {report.grist_fetch.describe()}", markup=False, highlight=False)
+        for warning in report.warnings:
+            console.print(f"warning: {warning}", markup=False, highlight=False)
         for line in path_lines(report):
             console.print(line, markup=False, highlight=False)
         console.print(summary_line(report))
@@ -87,6 +93,7 @@ def _print_summary(report: SyncReport) -> None:
         lines = [_type_line(r) for r in (*report.nodes.values(), *report.edges.values())]
         lines += [f"ignored table: {name}" for name in report.ignored_tables]
         lines += [f"note: {note}" for note in report.notes]
+        lines += [f"warning: {warning}" for warning in report.warnings]
         if report.grist_fetch:
             lines.append(f"Grist: {report.grist_fetch.describe()}")
         lines += path_lines(report)

@@ -1,4 +1,6 @@
-"""Staging → graph: upsert changed nodes and edges, remove deleted ones, in `UNWIND` batches.
+"""Staging → graph: upsert changed nodes and edges, remove deleted ones, in `UNWIND` batches;
+or, for a full load where the engine can, build the whole graph aside and swap it in
+(`rebuild_graph`, FalkorDB's GRAPH.BULK).
 
 The same Cypher runs on Memgraph (Bolt) and FalkorDB through `GraphStore.write_batches`.
 Labels and relationship types come from data (anchor nouns, link sentences), so they are
@@ -7,10 +9,12 @@ backtick-quoted and refused when they could not be quoted safely.
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from itertools import groupby
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vedana.datamodel.names import graph_name_problem
@@ -18,9 +22,9 @@ from vedana.errors import CypherError, SourceError
 from vedana.stores.staging_changes import (
     VersionRange,
     changed_counts,
-    changed_edges,
-    changed_nodes,
+    edge_batches,
     live_type_names,
+    node_batches,
     staged_type_counts,
 )
 
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, "int | None"], None]
 
 NODE_STAGE = "graph nodes"
+DEFAULT_BATCH = 5000  # rows per graph write: fewer, larger replies; FalkorDB's parse stays short
 EDGE_STAGE = "graph edges"
 
 
@@ -61,37 +66,71 @@ def graph_value(value: Any) -> Any:
 
 
 def node_properties(node_id: str, attributes: dict[str, Any]) -> dict[str, Any]:
+    """The properties a node gets: its attributes as graph values, nulls left out, and the node
+    id as `id` (the loads send the same as lists: see `graph_writes`)."""
     props = {k: graph_value(v) for k, v in attributes.items() if v is not None and k != "id"}
     props["id"] = node_id
     return props
 
 
-def edge_properties(attributes: dict[str, Any]) -> dict[str, Any]:
-    return {k: graph_value(v) for k, v in attributes.items() if v is not None}
+def property_key(name: str) -> str:
+    """An attribute name as a backtick-quoted property key."""
+    from vedana.stores.graph import quote_name as quote
+
+    try:
+        return quote(name)
+    except CypherError:
+        raise SourceError(
+            f"cannot use {name!r} as a graph property name; rename the attribute in the data model "
+            "(no backticks or control characters, at most 255 characters)"
+        ) from None
 
 
-def upsert_nodes_cypher(label: str) -> str:
-    # SET n = map replaces every property, so attributes removed in Grist disappear here too.
-    return f"UNWIND $rows AS row MERGE (n:{quote_name(label)} {{id: row.id}}) SET n = row.props"
+def _props_map(keys: list[str], first: int) -> str:
+    """`{k0: row[first], k1: row[first + 1], ...}`: the properties of a row sent as a list."""
+    return ", ".join(f"{property_key(k)}: row[{i}]" for i, k in enumerate(keys, first))
+
+
+def upsert_nodes_cypher(label: str, keys: list[str]) -> str:
+    """Rows `[id, value of keys[0], ...]`. `SET n = map` replaces every property, so attributes
+    removed in Grist disappear here too; a null value sets nothing."""
+    props = _props_map(keys, 1)
+    return (
+        f"UNWIND $rows AS row MERGE (n:{quote_name(label)} {{id: row[0]}}) "
+        f"SET n = {{{props}{', ' if props else ''}id: row[0]}}"
+    )
 
 
 def delete_nodes_cypher(label: str) -> str:
-    return f"UNWIND $rows AS row MATCH (n:{quote_name(label)} {{id: row.id}}) DETACH DELETE n"
+    """Rows `[id]`."""
+    return f"UNWIND $rows AS row MATCH (n:{quote_name(label)} {{id: row[0]}}) DETACH DELETE n"
 
 
-def upsert_edges_cypher(edge_label: str, from_type: str, to_type: str) -> str:
+def upsert_edges_cypher(edge_label: str, from_type: str, to_type: str, keys: list[str]) -> str:
+    """Rows `[from id, to id, value of keys[0], ...]`."""
     return (
-        f"UNWIND $rows AS row MATCH (a:{quote_name(from_type)} {{id: row.from}}) "
-        f"MATCH (b:{quote_name(to_type)} {{id: row.to}}) "
-        f"MERGE (a)-[r:{quote_name(edge_label)}]->(b) SET r = row.props"
+        f"UNWIND $rows AS row MATCH (a:{quote_name(from_type)} {{id: row[0]}}) "
+        f"MATCH (b:{quote_name(to_type)} {{id: row[1]}}) "
+        f"MERGE (a)-[r:{quote_name(edge_label)}]->(b) SET r = {{{_props_map(keys, 2)}}}"
     )
 
 
 def delete_edges_cypher(edge_label: str, from_type: str, to_type: str) -> str:
+    """Rows `[from id, to id]`."""
     return (
-        f"UNWIND $rows AS row MATCH (a:{quote_name(from_type)} {{id: row.from}})"
-        f"-[r:{quote_name(edge_label)}]->(b:{quote_name(to_type)} {{id: row.to}}) DELETE r"
+        f"UNWIND $rows AS row MATCH (a:{quote_name(from_type)} {{id: row[0]}})"
+        f"-[r:{quote_name(edge_label)}]->(b:{quote_name(to_type)} {{id: row[1]}}) DELETE r"
     )
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _graph_values(rows: list[list[Any]], lead: int) -> list[list[Any]]:
+    """`rows` with each value after the first `lead` (the ids) as `graph_value` makes it."""
+    return [
+        [*row[:lead], *(v if type(v) in _SCALARS else graph_value(v) for v in row[lead:])] for row in rows
+    ]
 
 
 @dataclass
@@ -129,75 +168,192 @@ class _Counter:
         self.on_progress(self.stage, self.done, self.total)
 
 
+@dataclass
+class GraphWrite:
+    """One graph write of a load, prepared by the reading thread: `rows` for `cypher`, or (with
+    `rows` None) the index on `label`. `counts` names the `GraphChanges` field it adds to;
+    `label`, `keys` and `ends` (an edge's endpoint labels) say the same for a bulk build."""
+
+    cypher: str
+    rows: list[Any] | None
+    stage: str
+    counts: str = ""
+    label: str = ""
+    keys: list[str] = field(default_factory=list)
+    ends: tuple[str, str] = ("", "")
+
+
 def load_graph(
     conn: Connection,
     graph: GraphStore,
     rows: VersionRange,
     *,
-    batch_size: int = 1000,
+    batch_size: int = DEFAULT_BATCH,
     on_progress: Progress = lambda stage, done, total: None,
 ) -> GraphChanges:
     """Apply staging rows in `rows` to `graph`: nodes first (so edges find their endpoints), then
-    edges; tombstones delete. Idempotent, so a load cut short is simply run again."""
+    edges; tombstones delete. Idempotent, so a load cut short is simply run again.
+
+    A thread reads staging and prepares the batches while this one sends them, so the Postgres
+    fetch overlaps the graph's work; at most `_AHEAD` batches wait between the two. Writes go
+    out in the order they were read. `conn` is the reading thread's until the load ends."""
     if rows.empty:
         return GraphChanges()
     check_names(conn, rows)
     planned = count_changes(conn, rows)
     changes = GraphChanges()
-    nodes = _Counter(NODE_STAGE, planned.nodes_upserted + planned.nodes_deleted, on_progress)
-    indexed: set[str] = set()
-    deleted_nodes: list[tuple[str, list[dict[str, Any]]]] = []
-    for (label, deleted), group in groupby(
-        changed_nodes(conn, rows), lambda r: (r["node_type"], r["deleted"])
-    ):
-        if deleted and graph_name_problem(label):
-            continue  # left by an older sync; it never reached the graph
-        if label not in indexed:
-            graph.ensure_index(label, "id")
-            indexed.add(label)
-        if deleted:  # removed after the edges are written, below
-            deleted_nodes.append((label, [{"id": r["node_id"]} for r in group]))
+    node_total = planned.nodes_upserted + planned.nodes_deleted
+    edge_total = planned.edges_upserted + planned.edges_deleted
+    nodes = _Counter(NODE_STAGE, node_total, on_progress)
+    edges: _Counter | None = None
+    for write in _overlapped(graph_writes(conn, rows, batch_size)):
+        if write.rows is None:
+            graph.ensure_index(write.label, "id")
             continue
-        payload = (
-            {"id": r["node_id"], "props": node_properties(r["node_id"], r["attributes"])} for r in group
-        )
-        sent = _write(graph, upsert_nodes_cypher(label), payload, batch_size, nodes)
-        changes.nodes_upserted += sent
-
-    edges = _Counter(EDGE_STAGE, planned.edges_upserted + planned.edges_deleted, on_progress)
-    key = lambda r: (r["edge_label"], r["from_node_type"], r["to_node_type"], r["deleted"])  # noqa: E731
-    for (label, from_type, to_type, deleted), group in groupby(changed_edges(conn, rows), key):
-        if deleted and any(graph_name_problem(name) for name in (label, from_type, to_type)):
-            continue  # left by an older sync; it never reached the graph
-        if deleted:
-            cypher = delete_edges_cypher(label, from_type, to_type)
-            payload = ({"from": r["from_node_id"], "to": r["to_node_id"]} for r in group)
-            changes.edges_deleted += _write(graph, cypher, payload, batch_size, edges)
-        else:
-            cypher = upsert_edges_cypher(label, from_type, to_type)
-            payload = (
-                {"from": r["from_node_id"], "to": r["to_node_id"], "props": edge_properties(r["attributes"])}
-                for r in group
-            )
-            changes.edges_upserted += _write(graph, cypher, payload, batch_size, edges)
-
-    for label, ids in deleted_nodes:
-        changes.nodes_deleted += _write(graph, delete_nodes_cypher(label), iter(ids), batch_size, nodes)
+        if edges is None and write.counts != "nodes_upserted":  # node upserts are over
+            edges = _Counter(EDGE_STAGE, edge_total, on_progress)
+        graph.write_batches(write.cypher, write.rows, batch_size=len(write.rows))
+        setattr(changes, write.counts, getattr(changes, write.counts) + len(write.rows))
+        (nodes if write.stage == NODE_STAGE else edges or nodes).add(len(write.rows))
+    if edges is None:
+        _Counter(EDGE_STAGE, edge_total, on_progress)
     return changes
 
 
-def _write(
-    graph: GraphStore, cypher: str, payload: Iterator[dict[str, Any]], batch_size: int, counter: _Counter
-) -> int:
-    """Send `payload` in batches, reporting progress after each batch."""
-    from vedana.stores.graph import batched
+def rebuild_graph(
+    conn: Connection,
+    graph: GraphStore,
+    upto: int,
+    owned: Iterable[str],
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    on_progress: Progress = lambda stage, done, total: None,
+) -> GraphChanges:
+    """Load every live staging row up to version `upto` into a graph that holds nothing else of
+    vedana's `owned` labels. Where the engine can (FalkorDB's GRAPH.BULK, when the graph holds
+    only vedana's data), the new graph is built aside and swapped in whole, so readers see the
+    old one until then and a failed rebuild leaves it as it was; elsewhere the owned labels are
+    cleared and `load_graph` loads them."""
+    rows = VersionRange(None, upto)
+    owned = list(owned)
+    names = list(live_type_names(conn, rows))
+    for name in names:
+        quote_name(name)  # refuse an unusable name before anything is written
+    planned = count_changes(conn, rows)
+    build = graph.bulk_build(owned, names) if planned.nodes_upserted else None
+    if build is None:
+        graph.clear(owned)
+        return load_graph(conn, graph, rows, batch_size=batch_size, on_progress=on_progress)
+    changes = GraphChanges()
+    nodes = _Counter(NODE_STAGE, planned.nodes_upserted, on_progress)
+    edges: _Counter | None = None
+    try:
+        for write in _overlapped(graph_writes(conn, rows, batch_size)):
+            if write.rows is None:
+                build.add_index(write.label, "id")
+            elif write.counts == "nodes_upserted":
+                build.add_nodes(write.label, write.keys, write.rows)
+                changes.nodes_upserted += len(write.rows)
+                nodes.add(len(write.rows))
+            else:  # a full load has no tombstones: edge upserts
+                edges = edges or _Counter(EDGE_STAGE, planned.edges_upserted, on_progress)
+                build.add_edges(write.label, *write.ends, write.keys, write.rows)
+                changes.edges_upserted += len(write.rows)
+                edges.add(len(write.rows))
+        build.finish()
+    except BaseException:
+        build.abort()
+        raise
+    if edges is None:
+        _Counter(EDGE_STAGE, planned.edges_upserted, on_progress)
+    return changes
 
-    sent = 0
-    for batch in batched(payload, batch_size):
-        graph.write_batches(cypher, batch, batch_size=batch_size)
-        sent += len(batch)
-        counter.add(len(batch))
-    return sent
+
+def graph_writes(conn: Connection, rows: VersionRange, batch_size: int) -> Iterator[GraphWrite]:
+    """Every write a load of `rows` makes, in order: node upserts (each label's index first),
+    edge upserts and deletions, then node deletions."""
+    deleted_nodes: list[GraphWrite] = []
+    indexed: set[str] = set()
+    for batch in node_batches(conn, rows, batch_size):
+        (label,) = batch.names
+        if batch.deleted and graph_name_problem(label):
+            continue  # left by an older sync; it never reached the graph
+        if label not in indexed:
+            indexed.add(label)
+            yield GraphWrite("", None, NODE_STAGE, label=label)
+        if batch.deleted:  # removed after the edges are written, below
+            deleted_nodes.append(
+                GraphWrite(delete_nodes_cypher(label), batch.rows, NODE_STAGE, "nodes_deleted")
+            )
+            continue
+        payload = batch.rows if batch.plain else _graph_values(batch.rows, 1)
+        cypher = upsert_nodes_cypher(label, batch.keys)
+        yield GraphWrite(cypher, payload, NODE_STAGE, "nodes_upserted", label, batch.keys)
+
+    for batch in edge_batches(conn, rows, batch_size):
+        label, from_type, to_type = batch.names
+        if batch.deleted:
+            if any(graph_name_problem(name) for name in batch.names):
+                continue  # left by an older sync; it never reached the graph
+            cypher = delete_edges_cypher(label, from_type, to_type)
+            yield GraphWrite(cypher, batch.rows, EDGE_STAGE, "edges_deleted")
+            continue
+        payload = batch.rows if batch.plain else _graph_values(batch.rows, 2)
+        cypher = upsert_edges_cypher(label, from_type, to_type, batch.keys)
+        yield GraphWrite(
+            cypher, payload, EDGE_STAGE, "edges_upserted", label, batch.keys, (from_type, to_type)
+        )
+    yield from deleted_nodes
+
+
+_AHEAD = 4  # prepared batches waiting for the graph: enough to cover a slow reply, little memory
+_DONE = object()
+
+
+def _overlapped(items: Iterator[GraphWrite]) -> Iterator[GraphWrite]:
+    """`items`, produced by a thread of their own while the caller works on the previous ones.
+    An error on either side stops both; the thread is gone when this generator ends."""
+    waiting: queue.Queue[Any] = queue.Queue(maxsize=_AHEAD)
+    stop = threading.Event()
+    # The load makes millions of short-lived lists and dicts and no cycles: the cyclic
+    # collector would only rescan them (a sixth of the reading thread's time).
+    collecting = gc.isenabled()
+    gc.disable()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                waiting.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+            put(_DONE)
+        except BaseException as exc:  # handed to the consumer, which raises it
+            put(exc)
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()  # ends the staging read (its cursor) here, on the thread that used it
+
+    thread = threading.Thread(target=produce, name="graph-load-read", daemon=True)
+    thread.start()
+    try:
+        while (item := waiting.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+        if collecting:
+            gc.enable()
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from vedana.etl.normalize import ANCHOR_PREFIX, LINK_PREFIX
 from vedana.etl.report import GristFetch
 from vedana.sources.base import RawTable
+from vedana.sources.findings import SourceFindings
 from vedana.sources.grist_api import GristApiSource
 
 if TYPE_CHECKING:
@@ -35,6 +36,11 @@ class MirroredSource:
         self.kind = api.kind
         self._engine = engine
         self._key = key
+
+    @property
+    def findings(self) -> SourceFindings:
+        # NUL characters are removed as rows are fetched, before they are kept.
+        return self.api.findings
 
     def describe(self) -> str:
         return self.api.describe()

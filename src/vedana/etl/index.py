@@ -16,12 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from vedana.etl.embed_values import VectorChanges, embed_targets, embed_values, plan_values
 from vedana.etl.graph_load import (
+    DEFAULT_BATCH as DEFAULT_GRAPH_BATCH,
+)
+from vedana.etl.graph_load import (
     GraphChanges,
     VersionRange,
     count_changes,
     load_graph,
     owned_types,
     quote_name,
+    rebuild_graph,
 )
 from vedana.stores.index_state import (
     GRAPH_VERSION_KEY,
@@ -42,8 +46,6 @@ if TYPE_CHECKING:
 
 Progress = Callable[[str, int, "int | None"], None]
 Notice = Callable[[str], None]
-
-DEFAULT_GRAPH_BATCH = 1000
 
 
 @dataclass
@@ -165,7 +167,7 @@ def index(
     progress: Progress = on_progress or (lambda stage, done, total: None)
     own_graph = graph is None
     try:
-        with writer_lock(engine) if lock else nullcontext():
+        with writer_lock(engine, on_notice=on_notice) if lock else nullcontext():
             from vedana.stores.run_log import record_run
 
             with record_run(engine, "index") as run:
@@ -280,9 +282,14 @@ def _apply(
         rows = _graph_range(start, full)
         if rows.full:
             forget_watermark(conn, GRAPH_VERSION_KEY)  # a run killed after the clear must not look done
-            graph.clear(owned.nodes)
+            report._add_graph(
+                rebuild_graph(
+                    conn, graph, start.upto, owned.nodes, batch_size=batch_size, on_progress=on_progress
+                )
+            )
             report.graph_rebuilt = True
-        report._add_graph(load_graph(conn, graph, rows, batch_size=batch_size, on_progress=on_progress))
+        else:
+            report._add_graph(load_graph(conn, graph, rows, batch_size=batch_size, on_progress=on_progress))
         wanted = {name: n for name, n in owned.nodes.items() if n}
         in_graph = graph.counts(owned.nodes, ())["nodes"]
         if in_graph != wanted:
@@ -292,11 +299,11 @@ def _apply(
                 _graph_mismatch(in_graph, wanted),
             )
             forget_watermark(conn, GRAPH_VERSION_KEY)
-            graph.clear(owned.nodes)
             report.graph_rebuilt = True
-            everything = VersionRange(None, start.upto)
             report._add_graph(
-                load_graph(conn, graph, everything, batch_size=batch_size, on_progress=on_progress)
+                rebuild_graph(
+                    conn, graph, start.upto, owned.nodes, batch_size=batch_size, on_progress=on_progress
+                )
             )
         graph.persist()  # durable before the watermark says so: a crash after this loses nothing
         set_watermark(conn, GRAPH_VERSION_KEY, start.upto)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from vedana.datamodel.report import DataModelReport
+from vedana.sources.findings import SourceFindings
 
 # Why a row (or a reference) did not become a node/edge. Keys of `TypeReport.skipped`.
 MISSING_ID = "missing id"
@@ -103,6 +104,12 @@ class SyncReport:
     # Per data table, which path normalised it: "incremental: 1,000 changed rows of 100,000"
     # (only changed rows were normalised and diffed) or "full: <why>".
     paths: dict[str, str] = field(default_factory=dict)
+    # What the sources repaired or skipped as they read: NUL characters, malformed CSV rows.
+    findings: SourceFindings = field(default_factory=SourceFindings)
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.findings.messages()
 
     def node(self, noun: str) -> TypeReport:
         found = self.nodes.get(noun)
@@ -158,4 +165,6 @@ class SyncReport:
             "run_id": self.run_id,
             "grist_fetch": self.grist_fetch.to_dict() if self.grist_fetch else None,
             "paths": self.paths,
+            "warnings": self.warnings,
+            **self.findings.to_dict(),
         }

@@ -45,6 +45,7 @@ from vedana.etl.resync import (
     summary_of,
 )
 from vedana.sources import Source, open_source
+from vedana.sources.findings import findings_of
 from vedana.sources.grist_api import GristApiSource
 from vedana.stores.staging_write import Counts, StagingWriter
 from vedana.stores.sync_rows import save_rows
@@ -74,6 +75,7 @@ def sync(
     data_model_only: bool = False,
     on_progress: ProgressCallback | None = None,
     full: bool = False,
+    strict: bool = False,
 ) -> SyncReport:
     """Sync the data model (and, unless `data_model_only`, the data) into staging.
 
@@ -82,6 +84,8 @@ def sync(
     None means the configured `GRIST_DATA_MODEL_DOC_ID` / `GRIST_DATA_DOC_ID`.
     `full`: read and compare everything even when the documents did not change since the last
     sync (their Grist action hash, or the files' digest, is what the last sync stored).
+    `strict`: fail, writing nothing, when a source had to be repaired (NUL characters removed)
+    or had malformed rows skipped; without it they are warnings of the report.
     Sources passed in as objects are closed when the sync ends.
     """
     from vedana.stores.postgres import get_engine
@@ -106,7 +110,7 @@ def sync(
         started = time.monotonic()  # the sync's own time, not starting Postgres or migrating
         with record_run(engine, "sync", source="; ".join(report.sources.values())) as run:
             report.run_id = run.id
-            with writer_lock(engine):
+            with writer_lock(engine, on_notice=report.notes.append):
                 progress("check for changes", 0, None)
                 states = _current_states(model_source, data_source)
                 with engine.connect() as conn:
@@ -122,6 +126,11 @@ def sync(
                         report.grist_fetch = fetch
                     with engine.begin() as conn:
                         _sync_into(conn, model_source, rows_source, report, progress, full=full)
+                        # What a source could not carry (the CSV export's lost columns), said once.
+                        report.notes += [n for s in sources for n in getattr(s, "notes", ())]
+                        report.findings = findings_of(model_source, rows_source)
+                        if strict and report.findings:
+                            raise SourceError(strict_failure(report.warnings))
                         _store_states(conn, states, data_model_only, report.data_model.changed)
                         if data_source is not None:
                             _store_where_from(conn, data_source)
@@ -131,6 +140,12 @@ def sync(
     finally:
         for source in sources:
             source.close()
+
+
+def strict_failure(warnings: list[str]) -> str:
+    """The one line `--strict` fails with: the first warning and how many more."""
+    more = f" (and {len(warnings) - 1} more warning(s))" if len(warnings) > 1 else ""
+    return f"--strict: {warnings[0]}{more}; fix the source, or sync without --strict"
 
 
 def _store_where_from(conn: Connection, data_source: Source) -> None:
@@ -264,7 +279,8 @@ def _sync_into(
     summary = summary_of(
         report,
         signature=sig,
-        clean=recorder.sound,
+        # Rows a source repaired or skipped are listed by a whole reading only: the next sync reads all.
+        clean=recorder.sound and not getattr(data_source, "findings", None),
         version=result.version,
         contributors=recorder.contributors,
     )

@@ -41,6 +41,7 @@ from vedana.etl.report import (
 )
 from vedana.problems import Problem, SectionResult, error, warning
 from vedana.sources import RawTable, Source, is_helper_column, open_source
+from vedana.sources.findings import SourceFindings, findings_of
 
 if TYPE_CHECKING:
     from vedana.config import Settings
@@ -72,6 +73,8 @@ def lint(
         else:
             result.details["data"] = "not linted: pass --data or set GRIST_DATA_DOC_ID"
         lint_sources(model_source, data_source, result)
+        for source in sources:  # what a source could not carry (the CSV export's lost columns)
+            result.problems += [warning("lint.source-loss", note) for note in getattr(source, "notes", ())]
     except VedanaError as exc:
         result.problems.append(
             error(
@@ -98,6 +101,7 @@ def lint_sources(model_source: Source, data_source: Source | None, result: Secti
     problems = result.problems
     problems += model_problems(model_source, dm, dm_report)
     if data_source is None:
+        problems += _source_findings(findings_of(model_source))
         return
     result.details["data"] = data_source.describe()
     plan = plan_tables(dm, data_source)
@@ -110,6 +114,7 @@ def lint_sources(model_source: Source, data_source: Source | None, result: Secti
     problems += _link_tables(dm, plan, names, report)
     problems += _links_without_data(dm, plan, report)
     problems += _row_findings(report)
+    problems += _source_findings(findings_of(model_source, data_source))
     result.details.update(
         tables=len(plan.anchors) + len(plan.links),
         rows_read=report.rows_read,
@@ -400,6 +405,28 @@ def _row_findings(report: SyncReport) -> list[Problem]:
                 )
             )
         problems += _cell_findings(stats, table, link=sentence)
+    return problems
+
+
+def _source_findings(found: SourceFindings) -> list[Problem]:
+    """What the sources repaired or skipped while being read, as sync reports it."""
+    problems = [
+        warning(
+            "lint.nul-character",
+            f"{table.nul_message(column)}: Postgres text cannot hold NUL, so sync removes it; clean the source",
+            table=table.where,
+            column=column.column,
+        )
+        for table, column in found.nul_columns()
+    ]
+    problems += [
+        warning(
+            "lint.malformed-row",
+            f"{table.malformed_message()}; sync skips them: fix the rows",
+            table=table.where,
+        )
+        for table in found.malformed_tables()
+    ]
     return problems
 
 

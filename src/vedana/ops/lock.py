@@ -18,7 +18,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -88,11 +88,19 @@ def file_lock(home: Path, wait: float) -> Iterator[None]:
 
 
 @contextmanager
-def advisory_lock(engine: Engine, wait: float) -> Iterator[None]:
+def advisory_lock(
+    engine: Engine, wait: float, on_notice: Callable[[str], None] | None = None
+) -> Iterator[None]:
     """Hold the database's run lock on a dedicated connection for the duration; poll for up to
-    `wait` seconds, then raise `LockBusy`."""
+    `wait` seconds, then raise `LockBusy`. First ends the backends a dead vedana process left
+    running (`stores.backends`); `on_notice` hears of it."""
+    from vedana.stores.backends import end_orphaned_backends, orphans_message
+
     deadline = time.monotonic() + max(wait, 0.0)
     with engine.connect() as conn:
+        orphans = end_orphaned_backends(conn)
+        if orphans and on_notice is not None:
+            on_notice(orphans_message(orphans))
         while True:
             if try_run_lock(conn):
                 break

@@ -101,6 +101,7 @@ def run(
     data: str | Path | Source | None = None,
     csv: bool = False,
     full: bool = False,
+    strict: bool = False,
     wait: float = DEFAULT_WAIT_S,
     on_progress: Progress | None = None,
     on_notice: Notice | None = None,
@@ -128,7 +129,7 @@ def run(
 
                 engine = get_engine(settings)
             asked = time.monotonic()
-            with advisory_lock(engine, max(wait - lock_wait, 0.0)):
+            with advisory_lock(engine, max(wait - lock_wait, 0.0), on_notice):
                 lock_wait += time.monotonic() - asked
                 with record_run(engine, "run", source=source) as record:
                     sync_report = sync(
@@ -137,6 +138,7 @@ def run(
                         data=data,
                         csv=csv,
                         full=full,
+                        strict=strict,
                         on_progress=on_progress,
                     )
                     if on_phase is not None:

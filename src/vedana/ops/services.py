@@ -42,7 +42,7 @@ def start_services(settings: Settings, services: tuple[str, ...] = SERVICES) -> 
     if "postgres" in services:
         ensure_postgres(settings.home)
     if "falkordb" in services:
-        ensure_falkordb(settings.home)
+        ensure_falkordb(settings.home, query_memory_mb=settings.graph_query_memory_mb)
     if "model" in services:
         from vedana.embeddings.service import ensure_model_service
 

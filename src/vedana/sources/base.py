@@ -128,11 +128,13 @@ class RawTable:
         return self.rows()
 
     def decode_raw(self, raw: Any) -> dict[str, Any]:
-        return self.decode(raw) if self._raw_rows is not None else raw
+        """Cells of a raw row (from `raw_rows`, or fetched through `digests`); decoded cells
+        pass through."""
+        return self.decode(raw) if self.decode is not None and not isinstance(raw, dict) else raw
 
     def decode_some(self, raw: Any, names: list[str]) -> dict[str, Any]:
         """The cells of `names` only (all of them when the source cannot pick)."""
-        if self.decode_columns is not None:
+        if self.decode_columns is not None and not isinstance(raw, dict):
             return self.decode_columns(raw, names)
         return self.decode_raw(raw)
 

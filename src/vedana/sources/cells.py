@@ -279,11 +279,15 @@ def from_api(value: Any, column: Column, helper: Any = None) -> Any:
     return _typed_scalar(value, column)
 
 
-_ERROR_TEXT = re.compile(r"^#(?:[A-Z][A-Za-z]*(?:Error|Exception)|CircularRef)$")
+# grist-core's RaisedException.toString: `#` + the exception's name, except `#DIV/0!` for
+# ZeroDivisionError and `#Invalid Ref: text` for a value of the wrong type.
+_ERROR_TEXT = re.compile(
+    r"^#(?:[A-Z][A-Za-z]*(?:Error|Exception)|CircularRef|DIV/0!|Invalid [\w:]+: .*)$", re.S
+)
 
 
 def is_error_text(text: str) -> bool:
-    """`#NameError`, `#TypeError`, … as Grist writes a failed formula into a CSV export."""
+    """`#NameError`, `#DIV/0!`, … as Grist writes a failed formula into a CSV export."""
     return bool(_ERROR_TEXT.match(text))
 
 

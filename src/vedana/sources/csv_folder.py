@@ -10,6 +10,7 @@ for a RefList); when a value is not a node id, the target's first column is trie
 from __future__ import annotations
 
 import codecs
+import csv
 import zlib
 from array import array
 from collections.abc import Iterator
@@ -21,7 +22,8 @@ from typing import Any
 from vedana.errors import SourceError
 from vedana.sources.base import Column, RawTable, RowDigests, files_digest
 from vedana.sources.cells import from_text
-from vedana.sources.csv_rows import csv_texts, record_fields
+from vedana.sources.csv_rows import csv_header, csv_records
+from vedana.sources.findings import SourceFindings
 
 
 class CsvFolderSource:
@@ -32,6 +34,7 @@ class CsvFolderSource:
         if not self.folder.is_dir():
             raise SourceError(f"no such folder: {self.folder}; check the path")
         self._files = {p.stem: p for p in sorted(self.folder.glob("*.csv")) if p.is_file()}
+        self.findings = SourceFindings()
 
     def describe(self) -> str:
         return f"CSV folder {self.folder}"
@@ -43,38 +46,53 @@ class CsvFolderSource:
         path = self._files.get(name)
         if path is None:
             return None
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            header, _ = csv_texts(handle)
+        try:
+            with path.open(encoding="utf-8-sig", newline="") as handle:
+                header = csv_header(handle)
+        except UnicodeDecodeError:
+            raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
         columns = {h: Column(id=h) for h in header if h}
-        width = len(header)
 
-        def raw_rows() -> Iterator[tuple[int, str]]:
-            # Records as text: a re-sync hashes them all and parses only those that changed.
+        def rows() -> Iterator[tuple[int, dict[str, Any]]]:
+            findings = self.findings.start(str(path), "line")
             try:
                 with path.open(encoding="utf-8-sig", newline="") as handle:
-                    _, records = csv_texts(handle)
-                    yield from enumerate(records, start=1)
+                    _, records = csv_records(handle, findings)
+                    for number, row in records:
+                        yield (
+                            number,
+                            {h: from_text(v, columns[h]) for h, v in zip(header, row, strict=False) if h},
+                        )
             except UnicodeDecodeError:
                 raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
 
-        def decode(text: str) -> dict[str, Any]:
-            row = record_fields(text, width)
-            return {h: from_text(v, columns[h]) for h, v in zip(header, row, strict=False) if h}
-
+        width = len(header)
         positions = {h: i for i, h in enumerate(header) if h}
 
+        def fields(text: str) -> list[str]:
+            """One record's fields, read as `csv_records` reads them (only for files whose lines
+            are their records, `line_digests`); a malformed one goes to the findings, as the
+            whole file's reading would list it, and reads as a blank row."""
+            row = next(csv.reader([text.rstrip("\r\n")], strict=True), [])
+            if not row or all(not cell.strip() for cell in row):
+                return []
+            if len(row) != width:
+                found = self.findings.tables.get(str(path)) or self.findings.start(str(path), "line")
+                found.malformed_row(0, f"{len(row)} fields, header has {width}")
+                return []
+            return row
+
+        def decode(text: str) -> dict[str, Any]:
+            return {h: from_text(v, columns[h]) for h, v in zip(header, fields(text), strict=False) if h}
+
         def decode_columns(text: str, names: list[str]) -> dict[str, Any]:
-            row = record_fields(text, width)
-            return {
-                n: from_text(row[positions[n]], columns[n])
-                for n in names
-                if n in positions and positions[n] < len(row)
-            }
+            row = fields(text)
+            return {n: from_text(row[positions[n]], columns[n]) for n in names if n in positions and row}
 
         return RawTable(
             name=name,
             columns=columns,
-            _raw_rows=raw_rows,
+            _rows=rows,
             decode=decode,
             decode_columns=decode_columns,
             _digests=lambda previous=None: line_digests(path, previous),
@@ -92,7 +110,7 @@ _BLOCK = 1 << 22
 
 def line_digests(path: Path, previous: tuple[array, array] | None = None) -> RowDigests | None:
     """Every record's digest straight from the file's bytes, when each line is one record (no
-    quote anywhere, no lone carriage return): checksums over lines run in C, with no per-row
+    quote anywhere, no lone carriage return, no NUL): checksums over lines run in C, with no per-row
     Python, so a re-sync of a big file costs little more than reading it. Read a block at a
     time, so memory stays flat however big the file. With the `previous` digests, the records
     whose digests differ are kept on the way (`RowDigests.changed`). None otherwise."""
@@ -106,7 +124,7 @@ def line_digests(path: Path, previous: tuple[array, array] | None = None) -> Row
         while True:
             block = handle.read(_BLOCK)
             data = carry + block
-            if b'"' in data:
+            if b'"' in data or b"\x00" in data:  # quotes, or NULs to remove and count: read whole
                 return None
             lone = data.count(b"\r") - data.count(b"\r\n") if b"\r" in data else 0
             if lone and lone != (bool(block) and data.endswith(b"\r")):

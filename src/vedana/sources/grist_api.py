@@ -12,14 +12,18 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 from urllib.parse import quote
 
-from vedana.sources.base import CELL_ERROR, RawTable
+from vedana.sources.base import CELL_ERROR, RawTable, Ref
 from vedana.sources.cells import from_api, from_sqlite, unbuffer
+from vedana.sources.findings import SourceFindings, TableFindings
 from vedana.sources.grist_changes import DocChanges, read_changes
 from vedana.sources.grist_file import quote_ident
 from vedana.sources.grist_http import GristClient
 from vedana.sources.grist_meta import TableMeta, build_meta
 
 DEFAULT_PAGE_SIZE = 5000
+# Kept with a raw record whose NUL characters were removed: {column: how many}. Not a possible
+# Grist column id, so never read as a cell; lets a sync reading the kept copy report them.
+NUL_REMOVED = "vedana:nul"
 # SQLite's default limit on bound parameters is 999 (older builds) or 32766.
 _IDS_PER_QUERY = 900
 
@@ -40,6 +44,7 @@ class GristApiSource:
         self._table_ids: list[str] | None = None
         self._column_records: dict[str, list[dict[str, Any]]] = {}
         self.rows_fetched = 0  # data rows downloaded, for the sync report (and its tests)
+        self.findings = SourceFindings()
 
     def describe(self) -> str:
         return f"Grist document {self.client.doc_id} on {self.client.server}"
@@ -86,31 +91,35 @@ class GristApiSource:
 
     def _records(self, name: str, meta: TableMeta) -> Iterator[tuple[int, dict[str, Any]]]:
         body = self.client.get_json(f"tables/{quote(name, safe='')}/records", {"hidden": "true"})
+        findings = self.findings.start(name, "row")
         for record in body.get("records", []):
-            fields = record.get("fields", {})
-            errors = record.get("errors") or {}
-            cells: dict[str, Any] = {}
-            for col_id, column in meta.columns.items():
-                if col_id in errors:
-                    cells[col_id] = CELL_ERROR
-                elif col_id in fields:
-                    helper = meta.display_helpers.get(col_id)
-                    cells[col_id] = from_api(fields[col_id], column, fields.get(helper) if helper else None)
+            cells = decode_api_record(record, meta)
+            # The Data Model's tables are small: every record is looked at.
+            findings.strip_cells(cells, int(record["id"]))
             yield int(record["id"]), cells
 
     def _sql_pages(self, name: str, meta: TableMeta) -> Iterator[tuple[int, dict[str, Any]]]:
-        for record in self.raw_records(name):
-            yield int(record["id"]), decode_record(record, meta)
+        # raw_records counts the NULs of text cells as it removes them; decoded_rows those in lists.
+        findings = self.findings.start(name, "row")
+        yield from decoded_rows(self.raw_records(name, findings=findings), meta, findings, kept=False)
 
     # --- raw records, for a sync that keeps a copy of the document (`etl/grist_mirror.py`) ----
 
-    def raw_records(self, name: str) -> Iterator[dict[str, Any]]:
-        """Every row of the table as `/sql` sends it, paged by row id."""
+    def raw_records(
+        self, name: str, columns: list[str] | None = None, *, findings: TableFindings | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every row of the table as `/sql` sends it (only `id` and `columns`, if given), paged
+        by row id, NUL characters removed from its text (and counted in `findings`)."""
         last_id = 0
-        query = f"SELECT * FROM {quote_ident(name)} WHERE id > ? ORDER BY id LIMIT ?"
+        if findings is None:
+            findings = self.findings.start(name, "row")
+        selected = ", ".join(quote_ident(c) for c in ["id", *columns]) if columns is not None else "*"
+        query = f"SELECT {selected} FROM {quote_ident(name)} WHERE id > ? ORDER BY id LIMIT ?"
         while True:
-            page = self.client.sql(query, [last_id, self.page_size])
+            page, nul = self.client.sql_page(query, [last_id, self.page_size])
             self.rows_fetched += len(page)
+            if nul:
+                _strip_page(page, findings)
             yield from page
             if len(page) < self.page_size:
                 return
@@ -119,13 +128,16 @@ class GristApiSource:
     def raw_records_by_id(self, name: str, ids: Iterable[int]) -> Iterator[dict[str, Any]]:
         """The rows with these ids (those that still exist), as `/sql` sends them."""
         wanted = sorted(ids)
+        findings = self.findings.start(name, "row")
         for start in range(0, len(wanted), _IDS_PER_QUERY):
             chunk = wanted[start : start + _IDS_PER_QUERY]
             marks = ", ".join("?" * len(chunk))
-            page = self.client.sql(
+            page, nul = self.client.sql_page(
                 f"SELECT * FROM {quote_ident(name)} WHERE id IN ({marks}) ORDER BY id", chunk
             )
             self.rows_fetched += len(page)
+            if nul:
+                _strip_page(page, findings)
             yield from page
 
     def table_of_records(
@@ -136,8 +148,7 @@ class GristApiSource:
         meta = self.meta(name)
 
         def rows() -> Iterator[tuple[int, dict[str, Any]]]:
-            for record in records():
-                yield int(record["id"]), decode_record(record, meta)
+            return decoded_rows(records(), meta, self.findings.start(name, "row"), kept=True)
 
         return RawTable(name=name, columns=meta.columns, _rows=rows, row_count=row_count)
 
@@ -153,6 +164,52 @@ class GristApiSource:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _strip_page(page: list[dict[str, Any]], findings: TableFindings) -> None:
+    """Remove NUL characters from raw records, before they are kept (jsonb refuses them too)."""
+    for record in page:
+        removed = findings.strip_cells(record, int(record.get("id") or 0))
+        if removed:
+            record[NUL_REMOVED] = removed
+
+
+# Decoded values whose strings were escaped or marshalled while kept: lists, and references
+# (their display values come from a helper column, JSON text for a RefList).
+_MAY_HIDE_NUL = (list, Ref)
+
+
+def decoded_rows(
+    records: Iterable[dict[str, Any]], meta: TableMeta, findings: TableFindings, *, kept: bool
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Decoded rows. NULs removed from text before the rows were kept (`kept`) are counted from
+    their mark; strings inside lists (JSON text, where a NUL is escaped, or a marshalled
+    `{"type": "Buffer"}`) are seen only once decoded, and are cleaned here."""
+    for record in records:
+        row_id = int(record["id"])
+        if kept and (removed := record.get(NUL_REMOVED)):
+            for column, count in removed.items():
+                findings.removed_nul(column, row_id, count)
+        cells = decode_record(record, meta)
+        lists = [column for column, value in cells.items() if value.__class__ in _MAY_HIDE_NUL]
+        if lists:
+            findings.strip_columns(cells, lists, row_id)
+        yield row_id, cells
+
+
+def decode_api_record(record: dict[str, Any], meta: TableMeta) -> dict[str, Any]:
+    """A `/records` record's cells (a failed cell is `null` plus an entry in `errors`, or
+    `["E", …]` itself)."""
+    fields = record.get("fields", {})
+    errors = record.get("errors") or {}
+    cells: dict[str, Any] = {}
+    for col_id, column in meta.columns.items():
+        if col_id in errors:
+            cells[col_id] = CELL_ERROR
+        elif col_id in fields:
+            helper = meta.display_helpers.get(col_id)
+            cells[col_id] = from_api(fields[col_id], column, fields.get(helper) if helper else None)
+    return cells
 
 
 def decode_record(record: dict[str, Any], meta: TableMeta) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 from vedana.errors import SourceError
 from vedana.sources.base import RawTable, files_digest
 from vedana.sources.cells import from_sqlite
+from vedana.sources.findings import SourceFindings
 from vedana.sources.grist_meta import TableMeta, build_meta
 
 
@@ -32,6 +33,7 @@ class GristFileSource:
             self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
             self._tables = self._read_tables()
             self._colrefs = self._read_colrefs()
+            self.findings = SourceFindings()
         except sqlite3.DatabaseError as exc:
             raise SourceError(
                 f"{self.path} is not a readable .grist file ({exc}); export it again from Grist"
@@ -80,14 +82,35 @@ class GristFileSource:
                 if col_id in position
             ]
             id_at = position["id"]
+            findings = self.findings.start(name, "row")
+            # One scan in SQLite says which columns may hold a NUL; only those are looked at.
+            flagged = set(self._nul_columns(name, list(position)))
+            # A reference shows its display helper's value: look at it when the helper has a NUL.
+            nul = [c for c in meta.columns if c in flagged or meta.display_helpers.get(c, "") in flagged]
             for raw in cursor:
                 cells = {
                     col_id: from_sqlite(raw[at], column, None if helper_at is None else raw[helper_at])
                     for col_id, at, column, helper_at in plan
                 }
+                if nul:
+                    findings.strip_columns(cells, nul, int(raw[id_at]))
                 yield int(raw[id_at]), cells
 
         return RawTable(name=name, columns=meta.columns, _rows=rows, row_count=count)
+
+    def _nul_columns(self, table: str, columns: list[str]) -> list[str]:
+        """The columns whose cells may hold a NUL character: text with one, or with one escaped
+        (`\\u0000` in the JSON of a ChoiceList or RefList), and marshalled values (formula lists),
+        whose strings cannot be seen from SQL. One scan in SQLite."""
+        if not columns:
+            return []
+        tests = ", ".join(
+            f"max(typeof({c}) = 'blob' OR (typeof({c}) = 'text' AND "
+            f"(instr(CAST({c} AS BLOB), x'00') > 0 OR instr({c}, '\\u0000') > 0)))"
+            for c in map(quote_ident, columns)
+        )
+        flags = self._db.execute(f"SELECT {tests} FROM {quote_ident(table)}").fetchone()
+        return [c for c, flag in zip(columns, flags or (), strict=False) if flag]
 
     def state(self) -> str | None:
         # A write-ahead log next to the file holds changes not yet merged into it.

@@ -137,6 +137,11 @@ class GristClient(GristDocAPI):
         )
 
     def _error(self, resp: requests.Response, url: str, attempts: int) -> GristError:
+        error = self._answered_error(resp, url, attempts)
+        error.status = resp.status_code
+        return error
+
+    def _answered_error(self, resp: requests.Response, url: str, attempts: int) -> GristError:
         message = _server_message(resp, self._api_key if self._has_key else "")
         resp.close()
         status = resp.status_code
@@ -189,8 +194,15 @@ class GristClient(GristDocAPI):
         return dict(self.get_json("compare", {"left": left, "right": "HEAD", "maxRows": "1"}))
 
     def sql(self, query: str, args: list[Any] | None = None) -> list[dict[str, Any]]:
-        body = self.call("sql", json_data={"sql": query, "args": args or []}).json()
-        return [r.get("fields", {}) for r in body.get("records", [])]
+        return self.sql_page(query, args)[0]
+
+    def sql_page(self, query: str, args: list[Any] | None = None) -> tuple[list[dict[str, Any]], bool]:
+        """The rows of a `/sql` answer, and whether any cell may hold a NUL character: JSON
+        can only carry one escaped, so one scan of the raw answer spares a look at every cell."""
+        resp = self.call("sql", json_data={"sql": query, "args": args or []})
+        body = resp.json()
+        rows = [r.get("fields", {}) for r in body.get("records", [])]
+        return rows, b"\\u0000" in resp.content
 
     def close(self) -> None:
         self.session.close()

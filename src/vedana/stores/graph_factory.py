@@ -15,7 +15,7 @@ def open_graph(settings: Settings) -> GraphStore:
     if settings.uses_embedded_graph:
         from vedana.stores.graph_falkordb import FalkorGraph
 
-        return FalkorGraph.embedded(settings.home)
+        return FalkorGraph.embedded(settings.home, query_memory_mb=settings.graph_query_memory_mb)
     from vedana.stores.graph_bolt import BoltGraph
 
     assert settings.memgraph_uri is not None

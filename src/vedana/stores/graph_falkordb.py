@@ -18,12 +18,16 @@ from typing import Any
 
 from vedana.cypher.shape import capped_query, in_query_order
 from vedana.cypher.text import first_word
+from vedana.datamodel.names import graph_name_problem
 from vedana.errors import CypherError, ServiceError
 from vedana.redaction import redact
 from vedana.stores.embedded_falkordb import RESULTSET_CEILING
+from vedana.stores.falkordb_bulk import BulkBuild
+from vedana.stores.falkordb_params import params_header
 from vedana.stores.graph import GraphStore, QueryResult, batched, quote_name
 
 DEFAULT_GRAPH_NAME = "vedana"
+SCRATCH_SUFFIX = ".rebuild"  # the key a full rebuild is built under before it replaces the graph
 DEADLINE_MARGIN_S = 1.0  # how long past its own timeout a read-only query may keep the caller waiting
 # Statements FalkorDB would run as something else, or not know: a clear word instead.
 _NOT_ON_FALKORDB = {
@@ -31,7 +35,11 @@ _NOT_ON_FALKORDB = {
     "show": "SHOW statements are Memgraph/Neo4j commands that FalkorDB does not have; "
     "use CALL db.labels(), CALL db.relationshipTypes() or CALL db.indexes()",
 }
-_EMPTY_KEY = "empty key"  # FalkorDB's error for reading a graph that was never created
+_EMPTY_KEY = "empty key"
+_MEMORY_EXCEEDED = "mem consumption exceeded capacity"  # FalkorDB's error past QUERY_MEM_CAPACITY
+_TOO_MUCH_MEMORY = (
+    "the query used too much memory"  # FalkorDB's error for reading a graph that was never created
+)
 _STATS = (
     "nodes_created",
     "nodes_deleted",
@@ -46,11 +54,18 @@ _STATS = (
 class FalkorGraph(GraphStore):
     engine = "falkordb"
 
-    def __init__(self, socket_path: Path | str, graph_name: str = DEFAULT_GRAPH_NAME) -> None:
+    def __init__(
+        self,
+        socket_path: Path | str,
+        graph_name: str = DEFAULT_GRAPH_NAME,
+        *,
+        query_memory_mb: int | None = None,
+    ) -> None:
         from falkordb import FalkorDB
 
         self.socket_path = Path(socket_path)
         self.graph_name = graph_name
+        self.query_memory_mb = query_memory_mb  # the server's per-query cap, for the error message
         self._db = FalkorDB(unix_socket_path=str(socket_path))
         self._graph = self._db.select_graph(graph_name)
         self._deadline_graphs: dict[float, Any] = {}
@@ -71,11 +86,15 @@ class FalkorGraph(GraphStore):
         return found
 
     @classmethod
-    def embedded(cls, home: Path, graph_name: str = DEFAULT_GRAPH_NAME) -> FalkorGraph:
-        """The graph on the embedded FalkorDB under `home`, starting the server if needed."""
+    def embedded(
+        cls, home: Path, graph_name: str = DEFAULT_GRAPH_NAME, *, query_memory_mb: int | None = None
+    ) -> FalkorGraph:
+        """The graph on the embedded FalkorDB under `home`, starting the server if needed, with
+        `query_memory_mb` as its per-query memory cap when given."""
         from vedana.stores.embedded_falkordb import ensure_falkordb
 
-        return cls(ensure_falkordb(home), graph_name)
+        sock = ensure_falkordb(home, query_memory_mb=query_memory_mb)
+        return cls(sock, graph_name, query_memory_mb=query_memory_mb)
 
     def query(
         self,
@@ -125,8 +144,8 @@ class FalkorGraph(GraphStore):
         try:
             result = self._execute(capped.text, params, read_only=True, timeout_s=timeout_s)
         except CypherError as exc:
-            if "timed out" in str(exc).lower():
-                raise  # running it again would only take as long
+            if "timed out" in str(exc).lower() or _TOO_MUCH_MEMORY in str(exc):
+                raise  # running it again would only take as long, or as much
             return None  # the query as written gives the error the caller can act on
         rows = in_query_order(capped, [_text(column[1]) for column in result.header], result.result_set)
         return None if rows is None else (capped.columns, rows, result)
@@ -154,9 +173,11 @@ class FalkorGraph(GraphStore):
         graph = self._deadline_graph(timeout_s) if read_only and timeout_s else self._graph
         run = graph.ro_query if read_only else graph.query
         timeout_ms = max(1, int(timeout_s * 1000)) if timeout_s else None
+        if params:  # written here: the client's own writer costs a Python call per value
+            cypher = params_header(params) + cypher
         for attempt in range(2):
             try:
-                return run(cypher, params, timeout=timeout_ms)
+                return run(cypher, None, timeout=timeout_ms)
             except redis.exceptions.TimeoutError:
                 if not (read_only and timeout_s):
                     raise ServiceError(
@@ -179,6 +200,8 @@ class FalkorGraph(GraphStore):
                     # graph that does not exist yet (nothing indexed): create it empty, read again.
                     self._graph.query("RETURN 1")
                     continue
+                if _MEMORY_EXCEEDED in str(exc):
+                    raise CypherError(self._memory_message()) from None
                 raise CypherError(redact(f"FalkorDB: {_one_line(str(exc))}")) from None
             except redis.exceptions.ConnectionError as exc:
                 raise ServiceError(
@@ -187,12 +210,62 @@ class FalkorGraph(GraphStore):
                 ) from None
         raise AssertionError("unreachable")
 
-    def write_batches(self, cypher: str, rows: Iterable[dict[str, Any]], batch_size: int = 1000) -> int:
+    def _memory_message(self) -> str:
+        limit = (
+            f"GRAPH_QUERY_MEMORY_MB={self.query_memory_mb}" if self.query_memory_mb else "the graph's limit"
+        )
+        return (
+            f"{_TOO_MUCH_MEMORY} ({limit}) and was stopped; narrow it (fewer rows, "
+            "no large range/collect/cartesian product)"
+        )
+
+    def write_batches(self, cypher: str, rows: Iterable[Any], batch_size: int = 1000) -> int:
         sent = 0
         for batch in batched(rows, batch_size):
             self.query(cypher, {"rows": batch})
             sent += len(batch)
         return sent
+
+    def bulk_build(self, owned: Iterable[str], names: Iterable[str]) -> BulkBuild | None:
+        """A GRAPH.BULK rebuild (`vedana.stores.falkordb_bulk`), when every node of the graph has
+        one label, one of the `owned` ones (a label left with no node is kept: the new graph gets
+        every old name), and every index is a range index on nodes (recreated on the new graph):
+        so replacing the graph loses nothing a clear would keep. Not when a name has a colon (the
+        bulk format separates labels with one)."""
+        owned = set(owned)
+        labels, types, keys = (
+            [
+                _text(row[0])
+                for row in self._execute(
+                    f"CALL db.{what}()", None, read_only=False, timeout_s=None
+                ).result_set
+            ]
+            for what in ("labels", "relationshipTypes", "propertyKeys")
+        )
+        if any(":" in name or graph_name_problem(name) for name in (*labels, *types, *names)):
+            return None
+        per_label = {
+            name: self._count(f"MATCH (n:{quote_name(name)}) RETURN count(n) AS n") for name in labels
+        }
+        if any(n and name not in owned for name, n in per_label.items()):
+            return None
+        if self._count("MATCH (n) RETURN count(n) AS n") != sum(per_label.values()):
+            return None  # a node with no label, or with two
+        indexes = self.query(
+            "CALL db.indexes() YIELD label, types, entitytype RETURN label, types, entitytype"
+        )
+        ranges: list[tuple[str, str]] = []
+        for row in indexes.rows:
+            kinds = row["types"] or {}
+            if row["entitytype"] != "NODE" or any(k != ["RANGE"] for k in kinds.values()):
+                return None
+            ranges.extend((row["label"], prop) for prop in kinds)
+        build = BulkBuild(
+            self._db.connection, self.graph_name, f"{self.graph_name}{SCRATCH_SUFFIX}", (labels, types, keys)
+        )
+        for label, prop in ranges:
+            build.add_index(label, prop)
+        return build
 
     def ensure_index(self, label: str, prop: str = "id") -> None:
         existing = self.query(

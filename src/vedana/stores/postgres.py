@@ -65,7 +65,12 @@ def get_engine(settings: Settings, *, migrate: bool = True) -> Engine:
     url = database_url(settings)
     engine = _engines.get(url)
     if engine is None:
-        engine = create_engine(url, pool_pre_ping=True, future=True)
+        from vedana.stores.backends import application_name
+
+        # Named with this process's pid and host, so a later run can tell a dead one's backends.
+        engine = create_engine(
+            url, pool_pre_ping=True, future=True, connect_args={"application_name": application_name()}
+        )
         try:
             with engine.connect() as conn:
                 conn.exec_driver_sql("SELECT 1")

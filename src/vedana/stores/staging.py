@@ -6,7 +6,7 @@ parts share: the data model round trip, the key/value state, and the writer lock
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -180,10 +180,18 @@ def set_state(conn: Connection, key: str, value: Any) -> None:
 
 
 @contextmanager
-def writer_lock(engine: Engine, *, wait: bool = True) -> Iterator[bool]:
+def writer_lock(
+    engine: Engine, *, wait: bool = True, on_notice: Callable[[str], None] | None = None
+) -> Iterator[bool]:
     """Hold the session-level writer lock for the duration; yields False if `wait` is off and
-    another process holds it."""
+    another process holds it. First ends the backends a dead vedana process left running
+    (`stores.backends`), which would hold the lock or the tables; `on_notice` hears of it."""
+    from vedana.stores.backends import end_orphaned_backends, orphans_message
+
     with engine.connect() as conn:
+        orphans = end_orphaned_backends(conn)
+        if orphans and on_notice is not None:
+            on_notice(orphans_message(orphans))
         if wait:
             conn.exec_driver_sql(f"SELECT pg_advisory_lock({WRITER_LOCK_KEY})")
             got = True

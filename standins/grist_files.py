@@ -1,13 +1,14 @@
 """Grist documents for tests: one spec, rendered the ways a Grist server stores and serves it.
 
 A `Doc` is a list of `Table`s whose cells are plain Python values by column type: Text `str`,
-Numeric `float`, Int `int`, Bool `bool`, Date `datetime.date`, Ref a row id (0/None = empty),
-RefList/ChoiceList a list, a failed formula `CellError("NameError")`. From it:
+Numeric `float`, Int `int`, Bool `bool`, Date `datetime.date`, DateTime `datetime.datetime` (UTC
+when naive), Ref a row id (0/None = empty), RefList/ChoiceList a list, a failed formula
+`CellError("NameError")`. From it:
 
 - `build_grist_file(doc, path)` writes a `.grist` file (SQLite + `_grist_Tables`,
   `_grist_Tables_column`, `manualSort`, `gristHelper_Display*` columns) as Grist stores it;
 - `api_records(...)`, `csv_text(...)` render the REST `/records` answer and the CSV export
-  (used by `support.fake_grist`);
+  (used by `standins.fake_grist`);
 - `write_csv_folder(doc, folder)` writes the CSV export of every table into a folder.
 
 Built from what the real server answers (see DESIGN §4), not by importing anything from vedana.
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -42,6 +44,8 @@ class Col:
     formula: str = ""  # set → a formula column (its values still come from the rows)
     visible: str = ""  # Ref/RefList: the target column Grist shows (adds a display helper)
     label: str | None = None  # the CSV export heads the column with its label
+    # widgetOptions the export formats by: dateFormat, timeFormat, numMode ("decimal")
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_formula(self) -> bool:
@@ -121,20 +125,46 @@ def number_text(value: float | int) -> str:
     return str(value)
 
 
+def shown_number(value: float | int, options: dict[str, Any]) -> str:
+    """A number as grist-core's NumericFormatter shows it by default: Intl.NumberFormat with at
+    most 10 decimals and no grouping (`numMode: "decimal"` groups thousands)."""
+    text = f"{value:.10f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+    if options.get("numMode") == "decimal":
+        whole, dot, frac = text.partition(".")
+        text = f"{int(whole):,}" + dot + frac
+    return "0" if text == "-0" else text
+
+
+# moment.js tokens of Grist's date/time formats → strftime's (enough for the tests' formats).
+_MOMENT = [("YYYY", "%Y"), ("MM", "%m"), ("DD", "%d"), ("HH", "%H"), ("mm", "%M"), ("ss", "%S")]
+
+
+def shown_datetime(value: date, fmt: str) -> str:
+    out = fmt
+    for token, code in _MOMENT:
+        out = out.replace(token, value.strftime(code))
+    if isinstance(value, datetime):  # `h:mma`: 12-hour clock without padding, am/pm
+        out = out.replace("h", str(int(value.strftime("%I")))).replace("a", value.strftime("%p").lower())
+    return out
+
+
 def text_of(value: Any, col: Col) -> str:
-    """A non-reference cell as the CSV export shows it."""
+    """A non-reference cell as the CSV export shows it (grist-core's ValueFormatter)."""
     if value is None:
         return ""
-    if isinstance(value, CellError):
-        return f"#{value.name}"
+    if isinstance(value, CellError):  # RaisedException.toString
+        return "#DIV/0!" if value.name == "ZeroDivisionError" else f"#{value.name}"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, datetime):  # Grist's default "YYYY-MM-DD h:mma"
-        return f"{value:%Y-%m-%d} {int(value.strftime('%I'))}:{value:%M}{value.strftime('%p').lower()}"
+    if isinstance(value, datetime):  # in the column's time zone, "YYYY-MM-DD h:mma" by default
+        zone = ZoneInfo(col.type.partition(":")[2] or "UTC")
+        local = (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(zone)
+        time_format = col.options.get("timeFormat", "h:mma")
+        return shown_datetime(local, f"{col.options.get('dateFormat') or 'YYYY-MM-DD'} {time_format}")
     if isinstance(value, date):
-        return value.isoformat()
+        return shown_datetime(value, col.options.get("dateFormat") or "YYYY-MM-DD")
     if isinstance(value, int | float):
-        return number_text(value)
+        return shown_number(value, col.options)
     if isinstance(value, list):
         return _join([text_of(v, col) for v in value])
     return str(value)
@@ -185,7 +215,10 @@ def api_value(value: Any, col: Col) -> Any:
 
 # --- the .grist file -----------------------------------------------------------------------
 
-_AFFINITY = {"Numeric": "NUMERIC", "Int": "INTEGER", "Bool": "BOOLEAN", "Date": "DATE", "Ref": "INTEGER"}
+_AFFINITY = {
+    "Numeric": "NUMERIC", "Int": "INTEGER", "Bool": "BOOLEAN", "Date": "DATE", "DateTime": "DATETIME",
+    "Ref": "INTEGER",
+}  # fmt: skip
 
 
 def _helper_columns(table: Table) -> list[tuple[Col, str]]:
@@ -240,20 +273,34 @@ def build_sqlite(doc: Doc, conn: sqlite3.Connection) -> None:
              (3 * table_ref, table_ref, 0, "single")],
         )  # fmt: skip
         helpers = dict((c.id, h) for c, h in _helper_columns(table))
-        meta = [("manualSort", "ManualSortPos", 0, "", "", 0, 0)]
+        meta = [("manualSort", "ManualSortPos", 0, "", "", 0, 0, "")]
         for col in table.columns:
             display = col_refs[(table.id, helpers[col.id])] if col.id in helpers else 0
             visible = col_refs.get((col.target or "", col.visible), 0) if col.visible else 0
+            options = json.dumps(col.options) if col.options else ""
             meta.append(
-                (col.id, col.type, int(col.is_formula), col.formula, col.label or col.id, display, visible)
+                (
+                    col.id,
+                    col.type,
+                    int(col.is_formula),
+                    col.formula,
+                    col.label or col.id,
+                    display,
+                    visible,
+                    options,
+                )
             )
         for col in table.columns:
             if col.id in helpers:
-                meta.append((helpers[col.id], "Any", 1, f"${col.id}.{col.visible}", helpers[col.id], 0, 0))
-        for pos, (col_id, typ, is_formula, formula, label, display, visible) in enumerate(meta, start=1):
+                meta.append(
+                    (helpers[col.id], "Any", 1, f"${col.id}.{col.visible}", helpers[col.id], 0, 0, "")
+                )
+        for pos, (col_id, typ, is_formula, formula, label, display, visible, options) in enumerate(
+            meta, start=1
+        ):
             conn.execute(
                 "INSERT INTO _grist_Tables_column (id, parentId, parentPos, colId, type, isFormula, formula, "
-                "label, displayCol, visibleCol) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "label, displayCol, visibleCol, widgetOptions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     col_refs[(table.id, col_id)],
                     table_ref,
@@ -265,6 +312,7 @@ def build_sqlite(doc: Doc, conn: sqlite3.Connection) -> None:
                     label,
                     display,
                     visible,
+                    options,
                 ),
             )
 
@@ -333,10 +381,11 @@ def api_records(doc: Doc, table: Table, *, hidden: bool) -> list[dict[str, Any]]
     return out
 
 
-def csv_text(doc: Doc, table: Table) -> str:
+def csv_text(doc: Doc, table: Table, header: str = "label") -> str:
+    """The table's CSV export; `header="colId"` heads the columns by id instead of label."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([c.label or c.id for c in table.columns])
+    writer.writerow([c.id if header == "colId" else c.label or c.id for c in table.columns])
     for _, row in table.records():
         cells = []
         for col in table.columns:

@@ -2,14 +2,16 @@
 grist-core does (the shapes in DESIGN §4): tables, columns (incl. `hidden=true`), records
 (`["L", …]` lists, errors as `null` + `errors` or as `["E", …]`), `/sql` (GET `q=` or POST
 `{"sql", "args"}`, run on the document's real SQLite form, blobs as `{"type": "Buffer"}`),
-the CSV export, `/states` with a history of the document's contents and `/compare` between
-two of them (Grist's action summary: rows added/updated/removed per table, tables and columns
-added or removed, column metadata changes), and the real error bodies for 401/403/404.
+the CSV export (display text as grist-core formats it: `Table[7]`, `#DIV/0!`, `2024-03-15
+10:30am`; headed by label, or by id with `header=colId`), `/states` with a history of the
+document's contents and `/compare` between two of them (Grist's action summary: rows
+added/updated/removed per table, tables and columns added or removed, column metadata changes),
+and the real error bodies for 401/403/404.
 
 `rows_served` counts the data rows `/sql` answered with, per table: what a sync downloaded.
 
 Failures can be injected per request path: an HTTP status, a dropped connection, or a body cut
-off halfway. Every request is logged in `requests` as "METHOD path?query".
+off halfway; `after(path, action)` changes the document between two requests. Every request is logged in `requests` as "METHOD path?query".
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ import socket
 import sqlite3
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from support.grist_files import Doc, api_records, build_sqlite, csv_text
+from standins.grist_files import Doc, api_records, build_sqlite, csv_text
 
 
 @dataclass
@@ -48,6 +51,8 @@ class FakeGrist:
         # Per document, its states oldest first: (hash, a snapshot of the content then).
         self.history: dict[str, list[tuple[str, Doc]]] = {}
         self.failures: list[Failure] = []
+        # (substring of "path?query", action): run once after serving the first matching request.
+        self.hooks: list[tuple[str, Callable[[], None]]] = []
         self._sqlite: dict[str, tuple[str, sqlite3.Connection]] = {}
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -88,6 +93,19 @@ class FakeGrist:
         with self._lock:
             self.failures.append(failure)
         return failure
+
+    def after(self, match: str, action: Callable[[], None]) -> None:
+        """Run `action` once, right after the first request matching `match` was answered (an
+        edit landing between two reads of a sync)."""
+        with self._lock:
+            self.hooks.append((match, action))
+
+    def _run_hooks(self, target: str) -> None:
+        with self._lock:
+            due = [hook for hook in self.hooks if hook[0] in target]
+            self.hooks = [hook for hook in self.hooks if hook not in due]
+        for _, action in due:
+            action()
 
     def paths(self, contains: str = "") -> list[str]:
         return [r for r in self.requests if contains in r]
@@ -143,9 +161,11 @@ def _handler(grist: FakeGrist) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             self._serve("GET")
+            grist._run_hooks(self.path)
 
         def do_POST(self) -> None:
             self._serve("POST")
+            grist._run_hooks(self.path)
 
         def _send(self, status: int, body: bytes, content_type: str, cut: bool = False) -> None:
             self.send_response(status)
@@ -217,7 +237,8 @@ def _handler(grist: FakeGrist) -> type[BaseHTTPRequestHandler]:
                 table = doc.table(query.get("tableId", ""))
                 if table is None:
                     return self._json(404, {"error": f'Table not found "{query.get("tableId", "")}"'})
-                return self._send(200, csv_text(doc, table).encode(), "text/csv; charset=utf-8", cut)
+                body = csv_text(doc, table, header=query.get("header", "label")).encode()
+                return self._send(200, body, "text/csv; charset=utf-8", cut)
             if len(rest) == 3 and rest[0] == "tables":
                 table = doc.table(rest[1])
                 if table is None:

@@ -62,7 +62,10 @@ def _is_judge(body: dict[str, Any]) -> bool:
 class FakeLLM:
     """Start with `with FakeLLM() as llm:`; script with `llm.filter.append(...)` / `llm.agent.append(...)`."""
 
-    def __init__(self) -> None:
+    def __init__(self, measure: Callable[[Any], int] | None = None) -> None:
+        # The characters a request's messages or a reply count as (usage is ~4 a token): their
+        # JSON text, unless the caller measures otherwise (the README's outputs leave out call ids).
+        self._measure = measure or (lambda value: len(json.dumps(value)))
         self.filter: deque[Script] = deque()
         self.judge: deque[Script] = deque()
         self.agent: deque[Script] = deque()
@@ -134,8 +137,8 @@ class FakeLLM:
                 }
                 for name, args in calls
             ]
-        prompt_chars = len(json.dumps(body.get("messages", [])))
-        completion_chars = len(json.dumps(message))
+        prompt_chars = self._measure(body.get("messages", []))
+        completion_chars = self._measure(message)
         return {
             "id": f"chatcmpl-{next(self._ids)}",
             "object": "chat.completion",

@@ -1,0 +1,31 @@
+"""The bench's graph baselines run on the rows in staging, in scratch graphs that they remove,
+and give their ratios in the bench's ratio format. (Speed itself is not asserted.)"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine
+
+from bench.graph_baselines import BULK_GRAPH, INCREMENTAL_GRAPH, UNWIND_GRAPH, graph_baselines
+from support.index_kb import load_shop
+from vedana.stores.graph import GraphStore
+from vedana.stores.graph_falkordb import FalkorGraph
+
+
+def test_graph_baselines_measure_the_staged_rows_and_leave_no_graph_behind(
+    pg_engine: Engine, session_graph: GraphStore
+) -> None:
+    assert isinstance(session_graph, FalkorGraph)
+    load_shop(pg_engine)
+    found = graph_baselines(pg_engine, session_graph, vedana_full_s=1.0)
+    assert found["rows"] == 10 + 4  # the shop's nodes and edges
+    assert found["bulk_s"] > 0 and found["unwind_s"] > 0 and found["incremental_s"] > 0
+    assert [r["baseline"] for r in found["ratios"]] == [
+        "GRAPH.BULK of the same rows",
+        "raw UNWIND … MERGE of the same rows",
+    ]
+    for ratio in found["ratios"]:
+        assert set(ratio) == {"measure", "vedana_s", "baseline", "baseline_s", "ratio", "must_reach"}
+        assert ratio["ratio"] == pytest.approx(ratio["vedana_s"] / ratio["baseline_s"], rel=0.1)
+    keys = session_graph._db.connection.keys("bench-*")
+    assert not keys, f"scratch graphs left behind: {keys} ({BULK_GRAPH}, {UNWIND_GRAPH}, {INCREMENTAL_GRAPH})"
