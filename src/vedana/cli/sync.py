@@ -86,6 +86,8 @@ def _print_summary(report: SyncReport) -> None:
             console.print(f"Grist: {report.grist_fetch.describe()}", markup=False, highlight=False)
         for warning in report.warnings:
             console.print(f"warning: {warning}", markup=False, highlight=False)
+        for line in path_lines(report):
+            console.print(line, markup=False, highlight=False)
         console.print(summary_line(report))
     else:
         lines = [_type_line(r) for r in (*report.nodes.values(), *report.edges.values())]
@@ -94,7 +96,18 @@ def _print_summary(report: SyncReport) -> None:
         lines += [f"warning: {warning}" for warning in report.warnings]
         if report.grist_fetch:
             lines.append(f"Grist: {report.grist_fetch.describe()}")
+        lines += path_lines(report)
         sys.stdout.write("\n".join([*lines, summary_line(report)]) + "\n")
+
+
+def path_lines(report: SyncReport) -> list[str]:
+    """Which rows were normalised: per table when only changed ones were, else why all were
+    (nothing to say on a first sync)."""
+    paths = report.paths
+    if any(p.startswith("incremental") for p in paths.values()):
+        return [f"rows {table}: {path}" for table, path in paths.items()]
+    reasons = sorted(set(paths.values()))
+    return [f"rows: {r} (every row normalised)" for r in reasons if r != "full: first sync"]
 
 
 def _skipped_text(stats: TypeReport) -> str:

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from vedana.datamodel import Anchor, Attribute, DataModel, Link
 from vedana.datamodel.dtypes import CastError, canonical_dtype, cast_value, is_empty, number_text
@@ -50,6 +50,7 @@ from vedana.sources.base import CELL_ERROR, Column, RawTable, Ref, Source, is_he
 from vedana.sources.cells import split_list
 
 ANCHOR_PREFIX = "Anchor_"
+_SEP = "\x1e"  # between the fields of a row's recorded outcome (`RowRecorder`)
 LINK_PREFIX = "Link_"
 FROM, TO, LABEL = "from_node_id", "to_node_id", "edge_label"
 
@@ -68,6 +69,31 @@ class EdgeRow(NamedTuple):
     to_node_type: str
     to_node_id: str
     attributes: dict[str, Any]
+
+
+class RowRecorder(Protocol):
+    """Told what each source row produced, while normalising (`etl/resync.py` keeps it)."""
+
+    def node(self, table: str, row_id: int, node_id: str | None, labels: str) -> None:
+        """An anchor row: its node id (None: skipped) and display values (`label_text`)."""
+
+    def spoil(self, table: str, row_id: int) -> None:
+        """The row had more to say than its keys (a duplicate, a formula error, a failed cast)."""
+
+    def link(self, table: str, row_id: int, sentence: str | None, outcome: str) -> None:
+        """A link-table row: the link it counts for, and "<sentence>␞<anchor1 end id>␞<anchor2
+        end id>", or "" if it made no edge or had more to say than that."""
+
+    def references(
+        self, table: str, row_id: int, fk: _ForeignKey, source: str, targets: list[str | None]
+    ) -> None:
+        """A link column's cell of an anchor row, resolved (None: unresolved)."""
+
+
+def label_text(cells: dict[str, Any], label_cols: list[str]) -> str:
+    """An anchor row's display values (what references may name it by), in one text: with its
+    node id and row id, what the row adds to the maps references resolve through."""
+    return "\x1f".join(_id_text(cells.get(c)) or "" for c in label_cols)
 
 
 @dataclass
@@ -200,7 +226,12 @@ class Normalizer:
         self.labels: dict[str, dict[str, dict[str, str]]] = {a.noun: {} for a in dm.anchors}
         self._label_cols: dict[str, set[str]] = {a.noun: set() for a in dm.anchors}
         self._foreign_keys: dict[str, list[_ForeignKey]] = {a.noun: [] for a in dm.anchors}
-        self._pending: list[tuple[_ForeignKey, str, Ref]] = []
+        self._pending: list[tuple[_ForeignKey, str, Ref, str, int]] = []
+        # A re-sync's bookkeeping (`etl/resync.py`): what each source row produced, and a count
+        # of cell-level events (formula errors, failed casts) so a row that had any is known.
+        self.recorder: RowRecorder | None = None
+        self.events = 0
+        self.repeated_ids: dict[str, set[str]] = {a.noun: set() for a in dm.anchors}
         self._unmatched: Counter[str] = Counter()
         self._nouns = {a.noun.lower(): a.noun for a in dm.anchors}
         self._links = {lk.sentence.lower(): lk for lk in dm.links}
@@ -247,20 +278,24 @@ class Normalizer:
 
     # --- nodes --------------------------------------------------------------------------------
 
-    def nodes(self, anchor: Anchor, table: RawTable) -> Iterator[NodeRow]:
+    def nodes(self, anchor: Anchor, table: RawTable, *, context_ready: bool = False) -> Iterator[NodeRow]:
+        """The table's nodes. `context_ready`: the id and display maps already hold every row of
+        the table (a re-sync built them from all rows and normalises only the changed ones)."""
         noun = anchor.noun
         stats = self.report.node(noun)
         stats.tables.append(table.name)
-        id_cols = [c.id for c in (table.column(f"{noun}_id"), table.column("node_id")) if c is not None]
+        id_cols = self.id_columns(noun, table)
         foreign_keys = self._foreign_keys[noun]
         link_cols = {fk.column for fk in foreign_keys}
         attributes = self._attribute_columns(anchor.attributes, table, exclude=link_cols)
         used = {a.column.id for a in attributes} | link_cols | set(id_cols)
         stats.dropped_columns = [c for c in table.columns if c not in used and not is_helper_column(c)]
         ids, row_ids, labels = self.ids[noun], self.row_ids[noun], self.labels[noun]
-        label_cols = [c for c in self._label_cols[noun] if c in table.columns]
+        label_cols = self.label_columns(noun, table)
         for col in label_cols:
             labels.setdefault(col, {})
+        record = self.recorder
+        name = table.name
 
         for row_id, cells in table.rows():
             stats.read += 1
@@ -268,25 +303,51 @@ class Normalizer:
             if node_id is None:
                 if _blank(cells):
                     stats.skipped[BLANK_ROW] += 1
+                    if record:
+                        record.node(name, row_id, None, "")
                     continue
                 if id_cols:
                     stats.skipped[MISSING_ID] += 1
+                    if record:
+                        record.node(name, row_id, None, "")
                     continue
                 node_id = f"{noun}:{row_id}"
-            row_ids.setdefault(row_id, node_id)
-            for col in label_cols:
-                label = _id_text(cells.get(col))
-                if label:
-                    labels[col].setdefault(label, node_id)
+            if record:
+                record.node(name, row_id, node_id, label_text(cells, label_cols))
+            if not context_ready:
+                row_ids.setdefault(row_id, node_id)
+                for col in label_cols:
+                    label = _id_text(cells.get(col))
+                    if label:
+                        labels[col].setdefault(label, node_id)
             for fk in foreign_keys:
                 ref = _as_ref(cells.get(fk.column))
                 if ref:
-                    self._pending.append((fk, node_id, ref))
-            if node_id in ids:
+                    self._pending.append((fk, node_id, ref, name, row_id))
+            if context_ready:
+                if node_id in self.repeated_ids[noun]:
+                    stats.skipped[DUPLICATE_ID] += 1
+                    if record:
+                        record.spoil(name, row_id)
+                    continue
+            elif node_id in ids:
                 stats.skipped[DUPLICATE_ID] += 1
+                if record:
+                    record.spoil(name, row_id)
                 continue
-            ids.add(node_id)
+            else:
+                ids.add(node_id)
+            events = self.events
             yield NodeRow(noun, node_id, self._attributes(attributes, cells, stats))
+            if record and self.events != events:
+                record.spoil(name, row_id)
+
+    def id_columns(self, noun: str, table: RawTable) -> list[str]:
+        return [c.id for c in (table.column(f"{noun}_id"), table.column("node_id")) if c is not None]
+
+    def label_columns(self, noun: str, table: RawTable) -> list[str]:
+        """The columns whose values references to this table may name (sorted: a stable order)."""
+        return sorted(c for c in self._label_cols[noun] if c in table.columns)
 
     def _attribute_columns(
         self, described: tuple[Attribute, ...], table: RawTable, exclude: set[str]
@@ -309,6 +370,7 @@ class Normalizer:
                 continue
             if value is CELL_ERROR:
                 stats.cells[FORMULA_ERROR] += 1
+                self.events += 1
                 continue
             if value.__class__ is Ref:
                 value = _ref_display(value, attr.column)
@@ -318,6 +380,7 @@ class Normalizer:
                 cast = cast_value(value, attr.dtype)
             except CastError:
                 stats.cells[f"{attr.name}: not a valid {attr.dtype or 'value'}"] += 1
+                self.events += 1
                 continue
             if not is_empty(cast):
                 out[attr.name] = cast
@@ -333,15 +396,19 @@ class Normalizer:
         default = candidates[0] if len(candidates) == 1 else None
         structural = {from_col.id, to_col.id, label_col.id if label_col else ""}
         per_link: dict[str, list[_AttrColumn]] = {}
-        for _, cells in table.rows():
+        record = self.recorder
+        name = table.name
+        for row_id, cells in table.rows():
             label = _id_text(cells.get(label_col.id)) if label_col else None
             link = (self._links.get(label.lower()) if label else None) or default
             if link is None:
-                self._unmatched[table.name] += 1
+                self._unmatched[name] += 1
+                if record:
+                    record.link(name, row_id, None, "")
                 continue
             stats = self.report.edge(link.sentence)
-            if table.name not in stats.tables:
-                stats.tables.append(table.name)
+            if name not in stats.tables:
+                stats.tables.append(name)
             stats.read += 1
             pairs = per_link.get(link.sentence)
             if pairs is None:
@@ -357,15 +424,31 @@ class Normalizer:
             dst = self._endpoint(cells.get(to_col.id), to_col)
             if src is None or dst is None:
                 stats.skipped[BLANK_ROW if _blank(cells) else MISSING_ENDPOINT] += 1
+                if record:
+                    record.link(name, row_id, link.sentence, "")
                 continue
             if (src.noun and src.node_id is None) or (dst.noun and dst.node_id is None):
                 stats.skipped[UNRESOLVED_REF] += 1
+                if record:
+                    record.link(name, row_id, link.sentence, "")
                 continue
             oriented = self._orient(link, src, dst)
             if oriented is None:
                 stats.skipped[DANGLING] += 1
+                if record:
+                    record.link(name, row_id, link.sentence, "")
                 continue
-            yield from _both_ways(link, *oriented, self._attributes(pairs, cells, stats))
+            events = self.events
+            attributes = self._attributes(pairs, cells, stats)
+            if record:
+                plain = self.events == events
+                record.link(
+                    name,
+                    row_id,
+                    link.sentence,
+                    f"{link.sentence}{_SEP}{oriented[1]}{_SEP}{oriented[3]}" if plain else "",
+                )
+            yield from _both_ways(link, *oriented, attributes)
 
     def _endpoint(self, value: Any, column: Column) -> _Endpoint | None:
         if isinstance(value, Ref):
@@ -390,12 +473,16 @@ class Normalizer:
     def foreign_key_edges(self) -> Iterator[EdgeRow]:
         """Edges from link columns; call after every anchor table has been read."""
         pending, self._pending = self._pending, []
-        for fk, own_id, ref in pending:
+        record = self.recorder
+        for fk, own_id, ref, table, row_id in pending:
             stats = self.report.edge(fk.link.sentence)
             source = f"{ANCHOR_PREFIX}{fk.own}.{fk.column}"
             if source not in stats.tables:
                 stats.tables.append(source)
-            for target_id in self._resolve(fk.target, ref, fk.visible_col):
+            targets = self._resolve(fk.target, ref, fk.visible_col)
+            if record:
+                record.references(table, row_id, fk, source, targets)
+            for target_id in targets:
                 stats.read += 1
                 if target_id is None:
                     stats.skipped[UNRESOLVED_REF] += 1

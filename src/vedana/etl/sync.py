@@ -9,7 +9,8 @@ One run = one Postgres transaction under the writer lock, logged in the run log:
 3. unless `data_model_only`: plan the data document's tables, stream every `Anchor_*` table
    into nodes, then `Link_*` tables and link columns into edges (`vedana.etl.normalize`), and
    write them to staging (`vedana.stores.staging_write`: straight in on a first sync, else the
-   difference);
+   difference); after a small edit, only the changed rows when that gives the same result
+   (`vedana.etl.resync`: the report's `paths` say which ran per table);
 4. store the action hashes and commit.
 
 Any error rolls the whole transaction back: staging stays as the previous sync left it.
@@ -25,17 +26,35 @@ from typing import TYPE_CHECKING, Any
 from vedana.datamodel.read import read_data_model
 from vedana.errors import SourceError
 from vedana.etl.grist_mirror import refresh_mirror
-from vedana.etl.normalize import Normalizer, TablePlan, note_missing_attribute_columns, plan_tables
+from vedana.etl.normalize import (
+    FROM,
+    TO,
+    Normalizer,
+    TablePlan,
+    note_missing_attribute_columns,
+    plan_tables,
+)
 from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
+from vedana.etl.resync import (
+    FullSync,
+    Recorder,
+    apply_reading,
+    loaded_before,
+    plan_incremental,
+    signature,
+    summary_of,
+)
 from vedana.sources import Source, open_source
 from vedana.sources.findings import findings_of
 from vedana.sources.grist_api import GristApiSource
-from vedana.stores.staging_write import StagingWriter
+from vedana.stores.staging_write import Counts, StagingWriter
+from vedana.stores.sync_rows import save_rows
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
     from vedana.config import Settings
+    from vedana.datamodel import DataModel
 
 __all__ = ["SyncReport", "sync"]
 
@@ -106,7 +125,7 @@ def sync(
                         rows_source, fetch = refresh_mirror(engine, data_source, full=full)
                         report.grist_fetch = fetch
                     with engine.begin() as conn:
-                        _sync_into(conn, model_source, rows_source, report, progress)
+                        _sync_into(conn, model_source, rows_source, report, progress, full=full)
                         # What a source could not carry (the CSV export's lost columns), said once.
                         report.notes += [n for s in sources for n in getattr(s, "notes", ())]
                         report.findings = findings_of(model_source, rows_source)
@@ -197,6 +216,8 @@ def _sync_into(
     data_source: Source | None,
     report: SyncReport,
     progress: ProgressCallback,
+    *,
+    full: bool = False,
 ) -> None:
     from vedana.stores.staging import load_data_model, save_data_model
 
@@ -225,10 +246,23 @@ def _sync_into(
     for link in dm.links:
         report.edge(link.sentence)
 
+    sig = signature(NORMALIZE_VERSION, dm, plan)
+    source_key = data_source.describe()
+    if not full:
+        try:
+            _sync_changed_rows(conn, dm, plan, report, source_key, sig, progress)
+            return
+        except FullSync as why:
+            reason = str(why)
+    else:
+        reason = "--full"
     normalizer = Normalizer(dm, report)
     normalizer.prepare(plan)
+    recorder = normalizer.recorder = Recorder()
     with StagingWriter(conn) as writer:
-        _stream(plan, normalizer, writer, report, progress)
+        if writer.first_sync:
+            reason = "first sync"
+        _stream(plan, normalizer, writer, report, progress, recorder)
         progress("write staging", 0, 1)
         result = writer.apply()
     for noun, counts in result.nodes.items():
@@ -239,6 +273,68 @@ def _sync_into(
         if counts.duplicates:
             stats.skipped[DUPLICATE_EDGE] += counts.duplicates
     report.version = result.version
+    rows = recorder.rows()
+    for name in rows:
+        report.paths[name] = f"full: {reason}"
+    summary = summary_of(
+        report,
+        signature=sig,
+        # Rows a source repaired or skipped are listed by a whole reading only: the next sync reads all.
+        clean=recorder.sound and not getattr(data_source, "findings", None),
+        version=result.version,
+        contributors=recorder.contributors,
+    )
+    save_rows(conn, source_key, summary, rows)
+    progress("write staging", 1, 1)
+
+
+def _sync_changed_rows(
+    conn: Connection,
+    dm: DataModel,
+    plan: TablePlan,
+    report: SyncReport,
+    source_key: str,
+    sig: str,
+    progress: ProgressCallback,
+) -> None:
+    """The incremental path (`etl/resync.py`); raises `FullSync` when it does not apply."""
+    from vedana.stores.sync_rows import load_rows
+
+    summary, stored = load_rows(conn, source_key)
+    # Its own normaliser and report: a fallback to the full path starts from scratch.
+    normalizer = Normalizer(dm, SyncReport())
+    normalizer.prepare(plan)
+    progress("compare rows", 0, None)
+    change = plan_incremental(conn, normalizer, plan, summary, stored, sig)
+    assert summary is not None
+    progress("write staging", 0, 1)
+    with StagingWriter(conn, scoped=True) as writer:
+        for node in change.nodes:
+            writer.add_node(*node)
+        for edge in change.edges:
+            writer.add_edge(*edge)
+        writer.scope(change.old_nodes, change.old_edges)
+        result = writer.apply()
+    apply_reading(report, summary, change.read_delta)
+    for kind, reports, counts_by in (
+        ("node", report.nodes, result.nodes),
+        ("edge", report.edges, result.edges),
+    ):
+        for name, stats in reports.items():
+            counts = counts_by.get(name, Counts())
+            stats.new, stats.updated, stats.deleted = counts.new, counts.updated, counts.deleted
+            stats.unchanged = loaded_before(summary, kind, name) - counts.updated - counts.deleted
+    report.version = result.version
+    for name, (touched, total) in change.touched.items():
+        report.paths[name] = f"incremental: {touched:,} changed rows of {total:,}"
+    new_summary = summary_of(
+        report,
+        signature=sig,
+        clean=True,
+        version=result.version,
+        contributors=change.contributors,
+    )
+    save_rows(conn, source_key, new_summary, change.rows)
     progress("write staging", 1, 1)
 
 
@@ -248,13 +344,16 @@ def _stream(
     writer: StagingWriter,
     report: SyncReport,
     progress: ProgressCallback,
+    recorder: Recorder | None = None,
 ) -> None:
-    """Every node, then every edge, from the planned tables into the writer's open COPYs."""
+    """Every node, then every edge, from the planned tables into the writer's open COPYs
+    (each row's digest and outcome kept by `recorder`, for the next sync)."""
     add_node, add_edge = writer.add_node, writer.add_edge
     for anchor, table in plan.anchors:
         stats = report.node(anchor.noun)
         progress(table.name, 0, table.row_count)
-        for node in normalizer.nodes(anchor, table):
+        read = recorder.reading(table, anchor=True) if recorder else table
+        for node in normalizer.nodes(anchor, read):
             add_node(*node)
             if stats.read % _PROGRESS_EVERY == 0:
                 progress(table.name, stats.read, table.row_count)
@@ -262,7 +361,10 @@ def _stream(
     for table, candidates in plan.links:
         done = 0
         progress(table.name, 0, table.row_count)
-        for edge in normalizer.link_table_edges(table, candidates):
+        read = table
+        if recorder and table.column(FROM) is not None and table.column(TO) is not None:
+            read = recorder.reading(table, anchor=False)
+        for edge in normalizer.link_table_edges(read, candidates):
             add_edge(*edge)
             done += 1
             if done % _PROGRESS_EVERY == 0:

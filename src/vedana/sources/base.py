@@ -14,7 +14,9 @@ Dates arrive as ISO text (`2024-03-15`), date-times as ISO 8601 text in UTC.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+import zlib
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -101,9 +103,47 @@ class RawTable:
     columns: dict[str, Column]
     _rows: Any = field(repr=False, default=None)  # a callable returning the iterator
     row_count: int | None = None
+    # Optional, for sources whose rows are cheap to read undecoded (CSV text): a callable giving
+    # `(row_id, raw)` with `raw` the record's text (or its fields), and one turning it into cells.
+    # A re-sync hashes every raw row and decodes only the rows that changed.
+    _raw_rows: Any = field(repr=False, default=None)
+    decode: Any = field(repr=False, default=None)
+    # Optional: `(raw, column ids) -> cells` of just those columns (a re-sync's id/display pass).
+    decode_columns: Any = field(repr=False, default=None)
+    # Optional: every row's key and digest at once (`RowDigests`), or None when this table
+    # cannot give them that way this time; then `row_digest` of each raw row stands in.
+    _digests: Any = field(repr=False, default=None)
 
     def rows(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        if self._rows is None and self._raw_rows is not None:
+            decode = self.decode
+            return ((row_id, decode(raw)) for row_id, raw in self._raw_rows())
         return self._rows() if self._rows is not None else iter(())
+
+    def raw_rows(self) -> Iterator[tuple[int, Any]]:
+        """`(row_id, raw)`: the undecoded row when the source has one, else its decoded cells;
+        `row_digest(raw)` fingerprints either, `decode_raw(raw)` gives the cells."""
+        if self._raw_rows is not None:
+            return self._raw_rows()
+        return self.rows()
+
+    def decode_raw(self, raw: Any) -> dict[str, Any]:
+        """Cells of a raw row (from `raw_rows`, or fetched through `digests`); decoded cells
+        pass through."""
+        return self.decode(raw) if self.decode is not None and not isinstance(raw, dict) else raw
+
+    def decode_some(self, raw: Any, names: list[str]) -> dict[str, Any]:
+        """The cells of `names` only (all of them when the source cannot pick)."""
+        if self.decode_columns is not None and not isinstance(raw, dict):
+            return self.decode_columns(raw, names)
+        return self.decode_raw(raw)
+
+    def digests(self, previous: tuple[array, array] | None = None) -> RowDigests | None:
+        """`RowDigests` of every row, when the table gives them at once (else None); with the
+        previous digests (two halves), also the rows whose digests differ, read on the way."""
+        if self._digests is None:
+            return None
+        return self._digests(previous)
 
     def column(self, name: str) -> Column | None:
         """The column by exact id, else case-insensitively (Grist column ids are unique
@@ -113,6 +153,31 @@ class RawTable:
             lowered = name.lower()
             found = next((c for c in self.columns.values() if c.id.lower() == lowered), None)
         return found
+
+
+@dataclass
+class RowDigests:
+    """A table's rows at a glance: keys, 64-bit digests (as two 32-bit halves), and a way to
+    fetch the raw rows at some positions (ascending; only changed rows are fetched)."""
+
+    keys: array
+    low: array
+    high: array
+    fetch: Callable[[list[int]], list[Any]]
+    changed: dict[int, Any] | None = None  # position -> raw row, when asked with previous digests
+
+
+def row_digest(raw: Any) -> tuple[int, int]:
+    """A 64-bit fingerprint of one row as read, as two 32-bit halves: equal rows, equal digests;
+    what a re-sync compares to find the rows that changed. A CSV record's text is checksummed
+    like its line in the file (`csv_folder.line_digests`), so either way gives the same digest;
+    decoded cells are hashed."""
+    if isinstance(raw, str):
+        data = (raw[:-1] if raw.endswith("\n") else raw).encode("utf-8", "surrogatepass")
+        return zlib.crc32(data), zlib.adler32(data)
+    text = "\x1f".join(raw) if isinstance(raw, tuple | list) else repr(tuple(raw.items()))
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest[:4], "little"), int.from_bytes(digest[4:], "little")
 
 
 class Source(Protocol):

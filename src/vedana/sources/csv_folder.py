@@ -9,12 +9,18 @@ for a RefList); when a value is not a node id, the target's first column is trie
 
 from __future__ import annotations
 
+import codecs
+import csv
+import zlib
+from array import array
 from collections.abc import Iterator
+from itertools import compress
+from operator import ne
 from pathlib import Path
 from typing import Any
 
 from vedana.errors import SourceError
-from vedana.sources.base import Column, RawTable, files_digest
+from vedana.sources.base import Column, RawTable, RowDigests, files_digest
 from vedana.sources.cells import from_text
 from vedana.sources.csv_rows import csv_header, csv_records
 from vedana.sources.findings import SourceFindings
@@ -60,10 +66,138 @@ class CsvFolderSource:
             except UnicodeDecodeError:
                 raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
 
-        return RawTable(name=name, columns=columns, _rows=rows)
+        width = len(header)
+        positions = {h: i for i, h in enumerate(header) if h}
+
+        def fields(text: str) -> list[str]:
+            """One record's fields, read as `csv_records` reads them (only for files whose lines
+            are their records, `line_digests`); a malformed one goes to the findings, as the
+            whole file's reading would list it, and reads as a blank row."""
+            row = next(csv.reader([text.rstrip("\r\n")], strict=True), [])
+            if not row or all(not cell.strip() for cell in row):
+                return []
+            if len(row) != width:
+                found = self.findings.tables.get(str(path)) or self.findings.start(str(path), "line")
+                found.malformed_row(0, f"{len(row)} fields, header has {width}")
+                return []
+            return row
+
+        def decode(text: str) -> dict[str, Any]:
+            return {h: from_text(v, columns[h]) for h, v in zip(header, fields(text), strict=False) if h}
+
+        def decode_columns(text: str, names: list[str]) -> dict[str, Any]:
+            row = fields(text)
+            return {n: from_text(row[positions[n]], columns[n]) for n in names if n in positions and row}
+
+        return RawTable(
+            name=name,
+            columns=columns,
+            _rows=rows,
+            decode=decode,
+            decode_columns=decode_columns,
+            _digests=lambda previous=None: line_digests(path, previous),
+        )
 
     def state(self) -> str | None:
         return files_digest(self._files.values())
 
     def close(self) -> None:
         pass
+
+
+_BLOCK = 1 << 22
+
+
+def line_digests(path: Path, previous: tuple[array, array] | None = None) -> RowDigests | None:
+    """Every record's digest straight from the file's bytes, when each line is one record (no
+    quote anywhere, no lone carriage return, no NUL): checksums over lines run in C, with no per-row
+    Python, so a re-sync of a big file costs little more than reading it. Read a block at a
+    time, so memory stays flat however big the file. With the `previous` digests, the records
+    whose digests differ are kept on the way (`RowDigests.changed`). None otherwise."""
+    low, high = array("I"), array("I")
+    changed: dict[int, str] | None = {} if previous is not None else None
+    header = True
+    with path.open("rb") as handle:
+        carry = handle.read(len(codecs.BOM_UTF8))
+        if carry == codecs.BOM_UTF8:
+            carry = b""
+        while True:
+            block = handle.read(_BLOCK)
+            data = carry + block
+            if b'"' in data or b"\x00" in data:  # quotes, or NULs to remove and count: read whole
+                return None
+            lone = data.count(b"\r") - data.count(b"\r\n") if b"\r" in data else 0
+            if lone and lone != (bool(block) and data.endswith(b"\r")):
+                return None
+            lines = data.split(b"\n")
+            carry = lines.pop() if block else b""
+            if not block and lines and lines[-1] == b"":
+                lines.pop()
+            if header and lines:
+                del lines[0]
+                header = False
+            start = len(low)
+            low.extend(map(zlib.crc32, lines))
+            high.extend(map(zlib.adler32, lines))
+            if changed is not None and previous is not None:
+                _keep_changed(changed, lines, start, low, high, previous, "\n" if block else "", path)
+            if not block:
+                break
+    return RowDigests(
+        keys=array("q", range(1, len(low) + 1)),
+        low=low,
+        high=high,
+        fetch=lambda positions: _records_at(path, positions),
+        changed=changed,
+    )
+
+
+def _keep_changed(
+    changed: dict[int, str],
+    lines: list[bytes],
+    start: int,
+    low: array,
+    high: array,
+    previous: tuple[array, array],
+    end: str,
+    path: Path,
+) -> None:
+    """The lines of this block whose digests differ from the previous ones (or are new)."""
+    stop = start + len(lines)
+    old_low, old_high = previous
+    known = min(len(old_low), len(old_high))
+    here = range(start, min(stop, known))
+    differ = set(compress(here, map(ne, low[start:stop], old_low[start:stop])))
+    differ.update(compress(here, map(ne, high[start:stop], old_high[start:stop])))
+    differ.update(range(max(start, known), stop))
+    for i in differ:
+        try:
+            changed[i] = lines[i - start].decode("utf-8") + end
+        except UnicodeDecodeError:
+            raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
+
+
+def _records_at(path: Path, positions: list[int]) -> list[str]:
+    """The records at these 0-based positions (ascending), as text, read again from the file
+    (whose lines are its records, as `line_digests` found)."""
+    found: list[str] = []
+    wanted = iter(p + 1 for p in positions)  # line numbers; line 0 is the header
+    target = next(wanted, None)
+    first = 0  # line number of the first line in `lines`
+    with path.open("rb") as handle:
+        carry = b""
+        while target is not None:
+            block = handle.read(_BLOCK)
+            lines = (carry + block).split(b"\n")
+            carry = lines.pop() if block else b""
+            end = "\n" if block else ""  # the file's last line may have no line break
+            while target is not None and target < first + len(lines):
+                try:
+                    found.append(lines[target - first].decode("utf-8") + end)
+                except UnicodeDecodeError:
+                    raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
+                target = next(wanted, None)
+            first += len(lines)
+            if not block:
+                break
+    return found

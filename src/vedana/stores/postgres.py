@@ -137,6 +137,16 @@ def _m011_threads(conn: Connection) -> None:
     )
 
 
+@migration(14, "sync rows stored uncompressed")
+def _m014_sync_rows_storage(conn: Connection) -> None:
+    # The table comes from `create_all`. Its packed rows are rewritten on every sync: compressing
+    # megabytes of digests and keys costs several times what writing them does, and saves little.
+    conn.exec_driver_sql(
+        "ALTER TABLE sync_rows ALTER COLUMN row_keys SET STORAGE EXTERNAL,"
+        " ALTER COLUMN digests SET STORAGE EXTERNAL, ALTER COLUMN outcomes SET STORAGE EXTERNAL"
+    )
+
+
 SCHEMA_LOCK_KEY = 0x7665_6461  # "veda": serialises concurrent first runs creating the schema
 
 

@@ -18,6 +18,9 @@ Two ways in, both inside the caller's transaction (a failure anywhere leaves sta
   or changed rows are upserted with a fresh `version`, rows the source no longer has are
   tombstoned (`deleted = true`, new `version`), unchanged rows are not touched (see
   docs/architecture.md, staging contract).
+- **Scoped** (a re-sync of the changed rows only, `etl/resync.py`): only those rows stream in,
+  with the keys they produced before (`scope`); the diff reads just those keys (index probes),
+  upserting what is new or different and tombstoning old keys that did not come in again.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -84,8 +88,11 @@ class StagingWriter:
 
     Nodes must all come before the first edge (each kind is one open COPY)."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, *, scoped: bool = False) -> None:
         self.conn = conn
+        # Scoped (a re-sync of the changed rows only, `etl/resync.py`): the diff covers only the
+        # keys streamed in and the keys given to `scope`, never whole tables.
+        self.scoped = scoped
         self._cursor: Cursor[Any] | None = None
         self._copy_context: AbstractContextManager[Copy] | None = None
         self._copy: Copy | None = None
@@ -113,6 +120,14 @@ class StagingWriter:
             run(
                 "CREATE TEMP TABLE _sync_nodes (node_type text, node_id text, attributes text,"
                 " row_hash text) ON COMMIT DROP"
+            )
+        if scoped:
+            if self.first_sync:
+                raise ValueError("a scoped write needs staging rows to diff against")
+            run("CREATE TEMP TABLE _scope_nodes (node_type text, node_id text) ON COMMIT DROP")
+            run(
+                "CREATE TEMP TABLE _scope_edges (edge_label text, from_node_type text, from_node_id text,"
+                " to_node_type text, to_node_id text) ON COMMIT DROP"
             )
 
     def __enter__(self) -> StagingWriter:
@@ -211,13 +226,29 @@ class StagingWriter:
         self._next_version += 1
         self._new_edges[edge_label] += 1
 
+    def scope(self, nodes: Iterable[tuple[str, str]], edges: Iterable[tuple[str, ...]]) -> None:
+        """Scoped writes: the keys the changed rows produced before; those not streamed in again
+        are tombstoned."""
+        self._close_copy()
+        driver = self.conn.connection.driver_connection
+        assert driver is not None
+        with driver.cursor() as cursor:
+            with cursor.copy("COPY _scope_nodes (node_type, node_id) FROM STDIN") as copy:
+                for key in nodes:
+                    copy.write_row(key)
+            with cursor.copy(f"COPY _scope_edges ({_EDGE_KEY}) FROM STDIN") as copy:
+                for edge in edges:
+                    copy.write_row(edge)
+
     # --- applying -----------------------------------------------------------------------------
 
     def apply(self) -> WriteResult:
         """Finish the streams and write what they mean; returns the counts per type."""
         self._close_copy()
         result = WriteResult(first_sync=self.first_sync)
-        if self.first_sync:
+        if self.scoped:
+            self._apply_scoped(result)
+        elif self.first_sync:
             self._apply_first(result)
         else:
             self._apply_diff(result)
@@ -265,6 +296,42 @@ class StagingWriter:
         for label, streamed in run("SELECT edge_label, count(*) FROM _sync_edges GROUP BY edge_label"):
             counts = result.edges[label]
             counts.duplicates = streamed - (counts.new + counts.updated + counts.unchanged)
+
+    def _apply_scoped(self, result: WriteResult) -> None:
+        run = self.conn.exec_driver_sql
+        for table in ("_sync_nodes", "_sync_edges", "_scope_nodes", "_scope_edges"):
+            run(f"ANALYZE {table}")
+        # A few keys: index probes into staging, never a scan of it, whatever the planner believes
+        # of the tables' sizes (right after a first sync they have no statistics yet): a scan per
+        # probed key would cost minutes at 100k rows.
+        with _no_table_scans(self.conn):
+            for kind, new, updated, deleted in run(_SCOPED_NODES):
+                result.nodes[kind] = Counts(new=new, updated=updated, deleted=deleted)
+            for label, new, updated, deleted in run(_SCOPED_EDGES):
+                result.edges[label] = Counts(new=new, updated=updated, deleted=deleted)
+
+
+@contextmanager
+def _no_table_scans(conn: Connection) -> Iterator[None]:
+    conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+    try:
+        yield
+    finally:
+        conn.exec_driver_sql("SET LOCAL enable_seqscan = on")
+
+
+def live_edges(conn: Connection, keys: list[tuple[str, ...]]) -> int:
+    """How many of these edge keys staging holds live."""
+    if not keys:
+        return 0
+    columns = list(zip(*keys, strict=True))
+    with _no_table_scans(conn):
+        found = conn.exec_driver_sql(
+            f"SELECT count(*) FROM edges e JOIN unnest(%s::text[], %s::text[], %s::text[], %s::text[],"
+            f" %s::text[]) AS k({_EDGE_KEY}) USING ({_EDGE_KEY}) WHERE NOT e.deleted",
+            tuple(list(c) for c in columns),
+        ).scalar_one()
+    return int(found)
 
 
 # A repeat whose key is already in `edges` is a duplicate of a row streamed before it; the others
@@ -328,10 +395,59 @@ FROM diff GROUP BY {label}
 """
 
 
+def _scoped_sql(table: str, key: list[str], incoming: str, scope: str) -> str:
+    """The diff of a re-sync of changed rows only: the incoming rows are upserted when new or
+    different, the scope's keys (what those rows produced before) that did not come in again
+    are tombstoned; nothing else of the table is read. Counts per type: new, updated, deleted
+    (unchanged ones are the type's live rows less those written, `etl/sync.py`)."""
+    label = key[0]
+    columns = ", ".join(key)
+    match = " AND ".join(f"t.{k} = s.{k}" for k in key)
+    return f"""
+WITH diff AS MATERIALIZED (
+    SELECT s.*, t.ctid AS old_ctid, t.row_hash AS old_hash, t.deleted AS was_deleted
+    FROM ({incoming}) s LEFT JOIN {table} t ON {match}
+), updated AS (
+    -- Rows found are rewritten where they lie (by ctid: no second index probe, no conflict check);
+    -- the incoming keys are distinct (`etl/resync.py` checks), so the rest are plain inserts.
+    UPDATE {table} t SET attributes = d.attributes::jsonb, row_hash = d.row_hash, deleted = false,
+        version = nextval('staging_version_seq'), updated_at = now()
+    FROM diff d WHERE t.ctid = d.old_ctid AND (d.was_deleted OR d.old_hash <> d.row_hash)
+), inserted AS (
+    INSERT INTO {table} ({columns}, attributes, row_hash, deleted, version, updated_at)
+    SELECT {columns}, attributes::jsonb, row_hash, false, nextval('staging_version_seq'), now()
+    FROM diff WHERE old_hash IS NULL
+), gone AS MATERIALIZED (
+    -- Index probes for the few keys that did not come in again (a join would scan the table).
+    SELECT t.ctid AS old_ctid
+    FROM (SELECT DISTINCT * FROM {scope} g
+          WHERE NOT EXISTS (SELECT FROM ({incoming}) i WHERE {" AND ".join(f"i.{k} = g.{k}" for k in key)})) s
+    CROSS JOIN LATERAL (SELECT ctid FROM {table} t WHERE {match} AND NOT t.deleted) t
+), tombstoned AS (
+    UPDATE {table} SET deleted = true, version = nextval('staging_version_seq'), updated_at = now()
+    WHERE ctid = ANY (ARRAY(SELECT old_ctid FROM gone))
+    RETURNING {label}
+), counted AS (
+    SELECT {label}, (old_hash IS NULL OR was_deleted) AS is_new,
+           (NOT was_deleted AND old_hash <> row_hash) AS is_updated, false AS is_gone
+    FROM diff
+    UNION ALL
+    SELECT {label}, false, false, true FROM tombstoned
+)
+SELECT {label}, count(*) FILTER (WHERE is_new), count(*) FILTER (WHERE is_updated),
+       count(*) FILTER (WHERE is_gone)
+FROM counted GROUP BY {label}
+"""
+
+
 _DIFF_NODES = _diff_sql("nodes", ["node_type", "node_id"], "SELECT * FROM _sync_nodes")
 # Duplicate edges collapse to the first one streamed (lowest seq), found by hashing, not sorting.
 _DIFF_EDGES = _diff_sql(
     "edges",
     [c.strip() for c in _EDGE_KEY.split(",")],
     f"SELECT * FROM _sync_edges WHERE seq IN (SELECT min(seq) FROM _sync_edges GROUP BY {_EDGE_KEY})",
+)
+_SCOPED_NODES = _scoped_sql("nodes", ["node_type", "node_id"], "SELECT * FROM _sync_nodes", "_scope_nodes")
+_SCOPED_EDGES = _scoped_sql(
+    "edges", [c.strip() for c in _EDGE_KEY.split(",")], "SELECT * FROM _sync_edges", "_scope_edges"
 )

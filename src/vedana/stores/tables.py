@@ -16,6 +16,7 @@ from sqlalchemy import (
     ForeignKey,
     Identity,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     Sequence,
@@ -153,6 +154,22 @@ grist_rows = Table(
     Column("row_id", BigInteger, nullable=False),
     Column("record", JSONB, nullable=False),
     PrimaryKeyConstraint("source", "table_id", "row_id"),
+)
+
+# What the last data sync read and made of each source row, so the next one can normalise only
+# the rows that changed (`stores/sync_rows.py`). One row per data table: the source rows' keys,
+# 64-bit digests and outcomes, packed (reading 100k digests row by row would cost more than the
+# comparison they serve).
+sync_rows = Table(
+    "sync_rows",
+    metadata,
+    Column("source", Text, nullable=False),
+    Column("table_name", Text, nullable=False),
+    Column("row_keys", LargeBinary, nullable=False),
+    Column("digests", LargeBinary, nullable=False),
+    Column("outcomes", Text, nullable=False),
+    Column("patch", Text),  # JSON [[position, low, high, outcome], ...] over the packed rows
+    PrimaryKeyConstraint("source", "table_name"),
 )
 
 # --- state and history ---------------------------------------------------------------------

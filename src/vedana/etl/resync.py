@@ -1,0 +1,592 @@
+"""A re-sync that normalises only the source rows that changed.
+
+Every sync remembers, per source row (table, row key), a digest of the row as read and what it
+produced (`stores/sync_rows.py`): an anchor row its node id, display values and the targets of its
+link columns ("+" in front when that is all it produced, "-" when it had more to say: a duplicate,
+a formula error, a failed cast, an unresolved reference; "" when skipped), a link-table row its
+link and oriented ends ("" when it made no edge or had more to say).
+
+The next sync reads and hashes every row (CSV folders: checksums over the file's lines, in C) and
+rebuilds the id / display maps of every anchor table: unchanged rows from what they recorded,
+changed rows from their id and display columns. It then takes the incremental path when all of
+this holds, else the full one (and says why):
+
+- the data model, the tables and their columns, and the normalising rules are the same, the last
+  sync made no duplicate edge, and staging is as it left it;
+- every anchor table's maps are the same as before (no anchor row added or removed, changed ones
+  keep their ids and display values), so every reference resolves as it did and unchanged rows
+  produce what they produced;
+- every changed, added or removed row produced exactly its keys, before and after (nothing to
+  count but the row itself), and no new edge repeats another row's edge;
+- no table or link column starts or stops contributing to a link (the report lists those).
+
+Then only the changed rows are normalised; staging is diffed on their old and new keys only; the
+report is the last one with the changed rows' reads taken out and put back in. Its counts are what
+the full path would report for the same data (tests/sync/test_resync.py checks that).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from array import array
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import compress
+from operator import ne
+from typing import TYPE_CHECKING, Any
+
+from vedana.etl.normalize import (
+    _SEP,
+    FROM,
+    TO,
+    EdgeRow,
+    NodeRow,
+    Normalizer,
+    TablePlan,
+    _blank,
+    _ForeignKey,
+    _id_text,
+    label_text,
+)
+from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
+from vedana.sources.base import RawTable, RowDigests, row_digest
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+    from vedana.datamodel import DataModel
+    from vedana.stores.sync_rows import TableRows
+
+_REFS = "\x1c"  # between an anchor row's link-column entries
+_FIELD = "\x1f"
+
+
+# --- recording what each row produced ------------------------------------------------------
+
+
+@dataclass
+class _Ledger:
+    anchor: bool
+    keys: array = field(default_factory=lambda: array("q"))
+    low: array = field(default_factory=lambda: array("I"))
+    high: array = field(default_factory=lambda: array("I"))
+    outcomes: list[str] = field(default_factory=list)
+    index: dict[int, int] = field(default_factory=dict)
+    refs: dict[int, list[str]] = field(default_factory=dict)
+    spoiled: set[int] = field(default_factory=set)
+    reads: dict[str, int] = field(default_factory=dict)  # link-table rows read per link
+
+    def add(self, row_id: int, digest: tuple[int, int]) -> None:
+        self.index[row_id] = len(self.keys)
+        self.keys.append(row_id)
+        low, high = digest
+        self.low.append(low)
+        self.high.append(high)
+        self.outcomes.append("")
+
+
+class Recorder:
+    """Keeps, while a sync normalises, each row's digest and outcome (`RowRecorder`)."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, _Ledger] = {}
+        # sentence -> contributor (link table, or "Anchor_<noun>.<column>") -> rows / references
+        self.contributors: dict[str, Counter[str]] = {}
+        self.sound = True
+
+    def reading(self, table: RawTable, anchor: bool) -> RawTable:
+        """`table`, with each row's digest kept (all at once when the table can, else as the
+        normaliser reads each row)."""
+        ledger = self.tables[table.name] = _Ledger(anchor)
+        bulk = table.digests()
+        if bulk is not None:
+            ledger.keys, ledger.low, ledger.high = bulk.keys, bulk.low, bulk.high
+            ledger.index = {k: i for i, k in enumerate(bulk.keys)}
+            ledger.outcomes = [""] * len(bulk.keys)
+            return table
+
+        def rows() -> Iterator[tuple[int, dict[str, Any]]]:
+            add, decode = ledger.add, table.decode_raw
+            for row_id, raw in table.raw_rows():
+                add(row_id, row_digest(raw))
+                yield row_id, decode(raw)
+
+        return RawTable(name=table.name, columns=table.columns, _rows=rows, row_count=table.row_count)
+
+    def _at(self, table: str, row_id: int) -> tuple[_Ledger, int]:
+        ledger = self.tables[table]
+        i = ledger.index.get(row_id, -1)
+        if i < 0:
+            self.sound = False  # the rows read were not those digested: trust nothing
+        return ledger, i
+
+    def node(self, table: str, row_id: int, node_id: str | None, labels: str) -> None:
+        ledger, i = self._at(table, row_id)
+        if i >= 0 and node_id is not None:
+            ledger.outcomes[i] = f"{node_id}{_SEP}{labels}"
+            if not (node_id.isprintable() and labels.replace(_FIELD, "").isprintable()):
+                self.sound = False  # a control character would garble the recorded outcome
+
+    def spoil(self, table: str, row_id: int) -> None:
+        ledger, i = self._at(table, row_id)
+        ledger.spoiled.add(i)
+
+    def link(self, table: str, row_id: int, sentence: str | None, outcome: str) -> None:
+        # Called for every link-table row: kept lean; the outcomes are checked all at once (`rows`).
+        ledger = self.tables[table]
+        i = ledger.index.get(row_id, -1)
+        if i >= 0:
+            ledger.outcomes[i] = outcome
+        else:
+            self.sound = False
+        if sentence is not None:
+            reads = ledger.reads
+            reads[sentence] = reads.get(sentence, 0) + 1
+
+    def references(
+        self, table: str, row_id: int, fk: _ForeignKey, source: str, targets: list[str | None]
+    ) -> None:
+        ledger, i = self._at(table, row_id)
+        self.contributors.setdefault(fk.link.sentence, Counter())[source] += 1
+        if any(t is None for t in targets):
+            ledger.spoiled.add(i)
+            return
+        if not all(t.isprintable() for t in targets):  # type: ignore[union-attr]
+            self.sound = False
+        ledger.refs.setdefault(i, []).append(_FIELD.join([fk.column, *targets]))  # type: ignore[list-item]
+
+    def rows(self) -> dict[str, TableRows]:
+        """Each table's rows as the store keeps them."""
+        from vedana.stores.sync_rows import TableRows
+
+        out: dict[str, TableRows] = {}
+        for name, ledger in self.tables.items():
+            if len(ledger.index) != len(ledger.keys):
+                self.sound = False
+            outcomes, spoiled, refs = ledger.outcomes, ledger.spoiled, ledger.refs
+            if ledger.anchor:
+                for i, text in enumerate(outcomes):
+                    if text:
+                        flag = "-" if i in spoiled else "+"
+                        outcomes[i] = f"{flag}{text}{_SEP}{_REFS.join(refs.get(i, ()))}"
+            else:
+                for i in spoiled:
+                    outcomes[i] = ""
+                # Each link outcome is "<sentence>␞<id>␞<id>": a separator inside an id would
+                # garble it, so then nothing recorded is trusted.
+                made = sum(1 for text in outcomes if text)
+                joined = "".join(outcomes)
+                if joined.count(_SEP) != 2 * made or not joined.replace(_SEP, "").isprintable():
+                    self.sound = False
+                for sentence, n in ledger.reads.items():
+                    self.contributors.setdefault(sentence, Counter())[name] += n
+            out[name] = TableRows(ledger.keys, ledger.low, ledger.high, outcomes)
+        return out
+
+
+def signature(version: int, dm: DataModel, plan: TablePlan) -> str:
+    """What the normalising of every row depends on besides the rows: when it changes, every
+    row is normalised again."""
+
+    def columns(table: RawTable) -> list[Any]:
+        return [(c.id, c.type, c.visible_col, c.is_formula) for c in table.columns.values()]
+
+    shape = {
+        "version": version,
+        "model": dm.to_dict(),
+        "anchors": [(a.noun, t.name, columns(t)) for a, t in plan.anchors],
+        "links": [(t.name, columns(t), [lk.sentence for lk in links]) for t, links in plan.links],
+        "ignored": plan.ignored,
+    }
+    text = json.dumps(shape, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def summary_of(
+    report: SyncReport,
+    *,
+    signature: str,
+    clean: bool,
+    version: int | None,
+    contributors: dict[str, Counter[str]],
+) -> dict[str, Any]:
+    """What the next sync needs besides the rows: the report's per-type reading (to carry over),
+    who contributes to which link, and staging's version after."""
+
+    def reading(r: TypeReport) -> dict[str, Any]:
+        return {
+            "tables": r.tables,
+            "read": r.read,
+            "skipped": dict(r.skipped),
+            "cells": dict(r.cells),
+            "dropped_columns": r.dropped_columns,
+            "loaded": r.loaded,
+        }
+
+    return {
+        "signature": signature,
+        "clean": clean and not any(r.skipped.get(DUPLICATE_EDGE) for r in report.edges.values()),
+        "version": version,
+        "contributors": {s: dict(c) for s, c in contributors.items()},
+        "nodes": {k: reading(v) for k, v in report.nodes.items()},
+        "edges": {k: reading(v) for k, v in report.edges.items()},
+        "notes": report.notes,
+    }
+
+
+# --- the incremental path ------------------------------------------------------------------
+
+
+class FullSync(Exception):
+    """The incremental path does not apply; the message says why."""
+
+
+@dataclass
+class Plan:
+    """What the incremental path will write: the changed rows' output and their old keys."""
+
+    nodes: list[NodeRow] = field(default_factory=list)
+    edges: list[EdgeRow] = field(default_factory=list)
+    old_nodes: set[tuple[str, str]] = field(default_factory=set)
+    old_edges: set[tuple[str, str, str, str, str]] = field(default_factory=set)
+    rows: dict[str, TableRows] = field(default_factory=dict)
+    contributors: dict[str, Counter[str]] = field(default_factory=dict)
+    touched: dict[str, tuple[int, int]] = field(default_factory=dict)  # table -> (touched, rows)
+    read_delta: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, type) -> +/-
+
+
+@dataclass
+class _Scan:
+    keys: array
+    low: array
+    high: array
+    outcomes: list[str]  # the old outcome of an unchanged row, "" for the others (filled later)
+    changed: list[tuple[int, Any]] = field(default_factory=list)  # (row_id, raw), source order
+    positions: dict[int, int] = field(default_factory=dict)  # changed row_id -> new position
+    stale: list[int] = field(default_factory=list)  # old positions of changed rows
+    removed: list[int] = field(default_factory=list)  # old positions of rows gone
+    was: dict[int, int] = field(default_factory=dict)  # changed row_id -> its old position
+    patched: set[int] | None = None  # in place: positions differing from the packed rows stored
+
+
+def _scan(table: RawTable, old: TableRows) -> _Scan:
+    """Every row's digest against the kept one: which rows are new, changed or gone."""
+    bulk = table.digests((old.low, old.high))
+    if bulk is not None and bulk.keys == old.keys:
+        return _scan_in_place(bulk, old)
+    return _scan_rows(table, old, bulk)
+
+
+def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
+    """The same row keys in the same order (the usual edit): compare digests a block at a time,
+    row by row only within blocks that differ."""
+    low, high = bulk.low, bulk.high
+    scan = _Scan(bulk.keys, low, high, list(old.outcomes))
+    everywhere = range(len(low))
+    # Compared element by element in C (no Python per row): the positions that differ.
+    differ = set(compress(everywhere, map(ne, low, old.low)))
+    differ.update(compress(everywhere, map(ne, high, old.high)))
+    positions = sorted(differ)
+    kept = bulk.changed
+    raws = [kept[i] for i in positions] if kept is not None else bulk.fetch(positions)
+    for i, raw in zip(positions, raws, strict=True):
+        key = bulk.keys[i]
+        scan.stale.append(i)
+        scan.was[key] = scan.positions[key] = i
+        scan.outcomes[i] = ""
+        scan.changed.append((key, raw))
+    scan.patched = differ if old.patched is None else differ | old.patched
+    return scan
+
+
+def _scan_rows(table: RawTable, old: TableRows, bulk: RowDigests | None) -> _Scan:
+    """Rows were added, removed or moved (or the table gives no digests at once): by key."""
+    at = {k: i for i, k in enumerate(old.keys)}
+    if len(at) != len(old.keys):
+        raise FullSync(f"{table.name}: row keys repeat")
+    scan = _Scan(array("q"), array("I"), array("I"), [])
+    seen = bytearray(len(old.keys))
+    wanted: list[int] = []  # positions of changed rows whose raw text is still to be fetched
+
+    def compare(i: int, row_id: int, low: int, high: int, raw: Any) -> None:
+        scan.keys.append(row_id)
+        scan.low.append(low)
+        scan.high.append(high)
+        j = at.get(row_id, -1)
+        if j >= 0:
+            if seen[j]:
+                raise FullSync(f"{table.name} gives row {row_id} twice")
+            seen[j] = 1
+            if low == old.low[j] and high == old.high[j]:
+                scan.outcomes.append(old.outcomes[j])
+                return
+            scan.stale.append(j)
+            scan.was[row_id] = j
+        scan.positions[row_id] = i
+        scan.outcomes.append("")
+        scan.changed.append((row_id, raw))
+        if raw is None:
+            wanted.append(len(scan.changed) - 1)
+
+    if bulk is not None:
+        for i, row_id in enumerate(bulk.keys):
+            compare(i, row_id, bulk.low[i], bulk.high[i], None)
+        raws = bulk.fetch([scan.positions[scan.changed[k][0]] for k in wanted])
+        for k, raw in zip(wanted, raws, strict=True):
+            scan.changed[k] = (scan.changed[k][0], raw)
+    else:
+        for i, (row_id, raw) in enumerate(table.raw_rows()):
+            compare(i, row_id, *row_digest(raw), raw)  # only changed rows' raws are kept
+    scan.removed = [j for j in range(len(old.keys)) if not seen[j]]
+    return scan
+
+
+def plan_incremental(
+    conn: Connection,
+    normalizer: Normalizer,
+    plan: TablePlan,
+    summary: dict[str, Any] | None,
+    stored: dict[str, TableRows],
+    sig: str,
+) -> Plan:
+    """Decide, and when the incremental path applies, normalise the changed rows; raises
+    `FullSync` (why) otherwise. The normaliser's maps hold every anchor row afterwards."""
+    if not summary:
+        raise FullSync("no rows kept from an earlier sync of this source")
+    if summary.get("signature") != sig:
+        raise FullSync("the data model, the tables or their columns changed")
+    if not summary.get("clean"):
+        raise FullSync("the last sync found duplicate edges or repeated row keys")
+    from vedana.stores.index_state import staging_version
+
+    version = staging_version(conn)
+    if not version:
+        raise FullSync("staging is empty")
+    if version != summary.get("version"):
+        raise FullSync("staging changed since the last sync")
+    links = [(t, c) for t, c in plan.links if t.column(FROM) is not None and t.column(TO) is not None]
+    names = [t.name for _, t in plan.anchors] + [t.name for t, _ in links]
+    if set(names) != set(stored):
+        raise FullSync("the tables changed")
+
+    out = Plan()
+    scans: dict[str, _Scan] = {}
+    for anchor, table in plan.anchors:
+        scan = _scan(table, stored[table.name])
+        _rebuild_maps(normalizer, anchor.noun, table, scan, stored[table.name])
+        scans[table.name] = scan
+    for table, _ in links:
+        scans[table.name] = _scan(table, stored[table.name])
+
+    contributors = {s: Counter(c) for s, c in summary.get("contributors", {}).items()}
+    delta: Counter[tuple[str, str]] = Counter()
+    _take_out(normalizer, plan, links, scans, stored, out, contributors, delta)
+    recorder, fresh = _normalise_changed(normalizer, plan, links, scans, out, contributors, delta)
+    if not recorder.sound:
+        raise FullSync("a changed row's ids hold control characters")
+    for name, ledger in fresh.items():
+        if any(not text or text[0] == "-" for text in ledger.outcomes):
+            raise FullSync(f"{name}: a changed row is now skipped or has cell errors")
+    before = summary.get("contributors", {})
+    for sentence, counts in contributors.items():
+        for source, n in counts.items():
+            if (n > 0) != (before.get(sentence, {}).get(source, 0) > 0):
+                raise FullSync(f"{source} starts or stops contributing to {sentence}")
+    _check_new_edges(conn, out)
+
+    for name, scan in scans.items():
+        outcomes, index = fresh[name].outcomes, recorder.tables[name].index
+        for row_id, i in scan.positions.items():
+            scan.outcomes[i] = outcomes[index[row_id]]
+        out.rows[name] = _rows_of(scan)
+        out.touched[name] = (len(scan.changed) + len(scan.removed), len(scan.keys))
+    out.contributors = {s: Counter({k: v for k, v in c.items() if v > 0}) for s, c in contributors.items()}
+    out.read_delta = dict(delta)
+    return out
+
+
+def _take_out(
+    normalizer: Normalizer,
+    plan: TablePlan,
+    links: list[tuple[RawTable, list[Any]]],
+    scans: dict[str, _Scan],
+    stored: dict[str, TableRows],
+    out: Plan,
+    contributors: dict[str, Counter[str]],
+    delta: Counter[tuple[str, str]],
+) -> None:
+    """The changed and removed rows' old keys (to diff against) and reads (to take out)."""
+    fk_of = {(fk.own, fk.column): fk for fks in normalizer._foreign_keys.values() for fk in fks}
+    for anchor, table in plan.anchors:
+        scan, old = scans[table.name], stored[table.name]
+        for i in [*scan.stale, *scan.removed]:
+            text = old.outcomes[i]
+            if not text or text[0] != "+":
+                raise FullSync(f"{table.name}: a changed row had been skipped or had cell errors")
+            node_id, _, refs = text[1:].split(_SEP)
+            out.old_nodes.add((anchor.noun, node_id))
+            delta["node", anchor.noun] -= 1
+            for entry in refs.split(_REFS) if refs else ():
+                column, *targets = entry.split(_FIELD)
+                fk = fk_of[anchor.noun, column]
+                contributors.setdefault(fk.link.sentence, Counter())[f"Anchor_{anchor.noun}.{column}"] -= 1
+                delta["edge", fk.link.sentence] -= len(targets)
+                for target in targets:
+                    if fk.own_is_anchor1:
+                        _keys(out.old_edges, fk.link, fk.own, node_id, fk.target, target)
+                    else:
+                        _keys(out.old_edges, fk.link, fk.target, target, fk.own, node_id)
+    for table, _ in links:
+        scan, old = scans[table.name], stored[table.name]
+        for i in [*scan.stale, *scan.removed]:
+            text = old.outcomes[i]
+            if not text:
+                raise FullSync(f"{table.name}: a changed row had been skipped or had cell errors")
+            sentence, a, b = text.split(_SEP)
+            link = normalizer._links[sentence.lower()]
+            contributors.setdefault(sentence, Counter())[table.name] -= 1
+            delta["edge", sentence] -= 1
+            _keys(out.old_edges, link, link.anchor1, a, link.anchor2, b)
+
+
+def _normalise_changed(
+    normalizer: Normalizer,
+    plan: TablePlan,
+    links: list[tuple[RawTable, list[Any]]],
+    scans: dict[str, _Scan],
+    out: Plan,
+    contributors: dict[str, Counter[str]],
+    delta: Counter[tuple[str, str]],
+) -> tuple[Recorder, dict[str, TableRows]]:
+    """Normalise the changed and new rows (into a scratch report: their reads are put in)."""
+    recorder = Recorder()
+    real_report = normalizer.report
+    scratch = SyncReport()
+    normalizer.report, normalizer.recorder = scratch, recorder
+    try:
+        for anchor, table in plan.anchors:
+            subset = _subset(table, scans[table.name], recorder, anchor=True)
+            out.nodes.extend(normalizer.nodes(anchor, subset, context_ready=True))
+        for table, candidates in links:
+            subset = _subset(table, scans[table.name], recorder, anchor=False)
+            out.edges.extend(normalizer.link_table_edges(subset, candidates))
+        out.edges.extend(normalizer.foreign_key_edges())
+    finally:
+        normalizer.report, normalizer.recorder = real_report, None
+    fresh = recorder.rows()  # also counts the link-table rows per link
+    for sentence, counts in recorder.contributors.items():
+        contributors.setdefault(sentence, Counter()).update(counts)
+    for kind, reports in (("node", scratch.nodes), ("edge", scratch.edges)):
+        for name, stats in reports.items():
+            delta[kind, name] += stats.read
+    return recorder, fresh
+
+
+def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Scan, old: TableRows) -> None:
+    """The table's id and display maps as `Normalizer.nodes` builds them from every row in order,
+    here from what the rows recorded; a changed row must still give what it recorded (its ids and
+    display cells are read to check), else `FullSync`: a reference anywhere may resolve anew."""
+    id_cols = normalizer.id_columns(noun, table)
+    label_cols = normalizer.label_columns(noun, table)
+    wanted = [*id_cols, *label_cols]
+    for j in scan.removed:
+        if old.outcomes[j]:
+            raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
+    texts = list(scan.outcomes)
+    for row_id, raw in scan.changed:
+        cells = table.decode_some(raw, wanted)
+        node_id = next((t for t in (_id_text(cells.get(c)) for c in id_cols) if t), None)
+        if node_id is None and not id_cols and not _blank(table.decode_raw(raw)):
+            node_id = f"{noun}:{row_id}"
+        now = f"{node_id}{_SEP}{label_text(cells, label_cols)}" if node_id is not None else ""
+        at = scan.was.get(row_id)
+        if at is None:
+            if now:
+                raise FullSync(f"{table.name}: rows with ids were added (references may resolve anew)")
+            continue
+        before = old.outcomes[at]
+        if (before[1:].rsplit(_SEP, 1)[0] if before else "") != now:
+            raise FullSync(f"{table.name}: ids or display values changed (references may resolve anew)")
+        texts[scan.positions[row_id]] = before
+    # Every row as it recorded itself: "±<id>␞<display values>␞<references>", "" if skipped.
+    keys = [k for k, t in zip(scan.keys, texts, strict=True) if t]
+    parts = [t[1:].split(_SEP, 2) for t in texts if t]
+    ids = [p[0] for p in parts]
+    normalizer.row_ids[noun].update(zip(keys, ids, strict=True))  # row keys are unique
+    unique = set(ids)
+    normalizer.ids[noun].update(unique)
+    if len(unique) != len(ids):
+        normalizer.repeated_ids[noun].update(i for i, n in Counter(ids).items() if n > 1)
+    labels = normalizer.labels[noun]
+    for c, col in enumerate(label_cols):
+        values = [p[1] for p in parts] if len(label_cols) == 1 else [p[1].split(_FIELD)[c] for p in parts]
+        # The first row showing a value wins: later rows are written first, earlier ones over them.
+        found = dict(zip(reversed(values), reversed(ids), strict=True))
+        found.pop("", None)
+        labels[col] = found
+
+
+def _subset(table: RawTable, scan: _Scan, recorder: Recorder, *, anchor: bool) -> RawTable:
+    """The table's changed and new rows only, decoded, their digests kept by `recorder`."""
+    rows = scan.changed
+    part = RawTable(
+        name=table.name,
+        columns=table.columns,
+        _raw_rows=lambda: iter(rows),
+        decode=table.decode_raw,
+        row_count=len(rows),
+    )
+    return recorder.reading(part, anchor)
+
+
+def _keys(into: set[tuple[str, str, str, str, str]], link: Any, ft: str, fid: str, tt: str, tid: str) -> None:
+    into.add((link.sentence, ft, fid, tt, tid))
+    if not link.has_direction and (ft, fid) != (tt, tid):
+        into.add((link.sentence, tt, tid, ft, fid))
+
+
+def _check_new_edges(conn: Connection, out: Plan) -> None:
+    """A changed row's new edge may not repeat another row's (the full path would collapse them
+    and count a duplicate): among themselves, nor a live edge no changed row produced before."""
+    keys = [tuple(e[:5]) for e in out.edges]
+    if len(set(keys)) != len(keys):
+        raise FullSync("changed rows now make the same edge twice")
+    fresh = [k for k in keys if k not in out.old_edges]
+    if not fresh:
+        return
+    from vedana.stores.staging_write import live_edges
+
+    if live_edges(conn, fresh):
+        raise FullSync("a changed row now makes an edge another row already makes")
+
+
+def _rows_of(scan: _Scan) -> TableRows:
+    from vedana.stores.sync_rows import TableRows
+
+    return TableRows(scan.keys, scan.low, scan.high, scan.outcomes, scan.patched)
+
+
+def apply_reading(report: SyncReport, summary: dict[str, Any], delta: dict[tuple[str, str], int]) -> None:
+    """The report's reading (tables, reads, skips, cell notes, dropped columns, notes) is the last
+    sync's, with the changed rows' reads taken out and put back in."""
+    from collections import Counter as _Counter
+
+    for kind, reports in (("node", summary["nodes"]), ("edge", summary["edges"])):
+        for name, r in reports.items():
+            stats = report.node(name) if kind == "node" else report.edge(name)
+            stats.tables = list(r["tables"])
+            stats.read = r["read"] + delta.get((kind, name), 0)
+            stats.skipped = _Counter(r["skipped"])
+            stats.cells = _Counter(r["cells"])
+            stats.dropped_columns = list(r["dropped_columns"])
+    report.notes = list(summary["notes"])
+
+
+def loaded_before(summary: dict[str, Any], kind: str, name: str) -> int:
+    entry = summary["nodes" if kind == "node" else "edges"].get(name)
+    return int(entry["loaded"]) if entry else 0
+
+
+__all__ = ["FullSync", "Plan", "Recorder", "plan_incremental", "signature", "summary_of"]
