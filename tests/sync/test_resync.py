@@ -160,6 +160,8 @@ CASES: dict[str, tuple[Edit, bool]] = {
         _change("Anchor_city", lambda h, rows: [*rows, ["city:new", *rows[0][1:]]]),
         False,
     ),
+    # A record over two lines: the file's lines no longer stand for its rows.
+    "a quoted field over two lines": (_set("Anchor_person", 3, "person_name", "Two\nLines"), False),
     # The link table no longer contributes to its link: the report's table list changes.
     "every link row deleted": (_change("Link_person_has_interest", lambda h, rows: []), False),
     "a link row now dangles": (

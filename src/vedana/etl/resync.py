@@ -77,6 +77,8 @@ class _Ledger:
     refs: dict[int, list[str]] = field(default_factory=dict)
     spoiled: set[int] = field(default_factory=set)
     reads: dict[str, int] = field(default_factory=dict)  # link-table rows read per link
+    calls: int = 0  # rows the normaliser was given
+    whole: bool = False  # digests read at once (one per line): each line must have been a row
 
     def add(self, row_id: int, digest: tuple[int, int]) -> None:
         self.index[row_id] = len(self.keys)
@@ -102,6 +104,7 @@ class Recorder:
         ledger = self.tables[table.name] = _Ledger(anchor)
         bulk = table.digests()
         if bulk is not None:
+            ledger.whole = True
             ledger.keys, ledger.low, ledger.high = bulk.keys, bulk.low, bulk.high
             ledger.index = {k: i for i, k in enumerate(bulk.keys)}
             ledger.outcomes = [""] * len(bulk.keys)
@@ -124,6 +127,7 @@ class Recorder:
 
     def node(self, table: str, row_id: int, node_id: str | None, labels: str) -> None:
         ledger, i = self._at(table, row_id)
+        ledger.calls += 1
         if i >= 0 and node_id is not None:
             ledger.outcomes[i] = f"{node_id}{_SEP}{labels}"
             if not (node_id.isprintable() and labels.replace(_FIELD, "").isprintable()):
@@ -136,6 +140,7 @@ class Recorder:
     def link(self, table: str, row_id: int, sentence: str | None, outcome: str) -> None:
         # Called for every link-table row: kept lean; the outcomes are checked all at once (`rows`).
         ledger = self.tables[table]
+        ledger.calls += 1
         i = ledger.index.get(row_id, -1)
         if i >= 0:
             ledger.outcomes[i] = outcome
@@ -165,6 +170,8 @@ class Recorder:
         for name, ledger in self.tables.items():
             if len(ledger.index) != len(ledger.keys):
                 self.sound = False
+            if ledger.whole and ledger.calls != len(ledger.keys):
+                self.sound = False  # a record spanned lines: line digests do not stand for rows
             outcomes, spoiled, refs = ledger.outcomes, ledger.spoiled, ledger.refs
             if ledger.anchor:
                 for i, text in enumerate(outcomes):
@@ -358,7 +365,9 @@ def plan_incremental(
     if summary.get("signature") != sig:
         raise FullSync("the data model, the tables or their columns changed")
     if not summary.get("clean"):
-        raise FullSync("the last sync found duplicate edges or repeated row keys")
+        raise FullSync(
+            "the last sync could not vouch for every row (a duplicate edge, a repaired or malformed row, a record over several lines)"
+        )
     from vedana.stores.index_state import staging_version
 
     version = staging_version(conn)

@@ -73,14 +73,16 @@ class CsvFolderSource:
             """One record's fields, read as `csv_records` reads them (only for files whose lines
             are their records, `line_digests`); a malformed one goes to the findings, as the
             whole file's reading would list it, and reads as a blank row."""
-            row = next(csv.reader([text.rstrip("\r\n")], strict=True), [])
-            if not row or all(not cell.strip() for cell in row):
-                return []
-            if len(row) != width:
+            try:
+                row = next(csv.reader([text.rstrip("\r\n")], strict=True), [])
+                why = "" if not row or len(row) == width else f"{len(row)} fields, header has {width}"
+            except csv.Error as exc:
+                row, why = [], str(exc)
+            if why:
                 found = self.findings.tables.get(str(path)) or self.findings.start(str(path), "line")
-                found.malformed_row(0, f"{len(row)} fields, header has {width}")
+                found.malformed_row(0, why)
                 return []
-            return row
+            return [] if all(not cell.strip() for cell in row) else row
 
         def decode(text: str) -> dict[str, Any]:
             return {h: from_text(v, columns[h]) for h, v in zip(header, fields(text), strict=False) if h}
@@ -109,8 +111,10 @@ _BLOCK = 1 << 22
 
 
 def line_digests(path: Path, previous: tuple[array, array] | None = None) -> RowDigests | None:
-    """Every record's digest straight from the file's bytes, when each line is one record (no
-    quote anywhere, no lone carriage return, no NUL): checksums over lines run in C, with no per-row
+    """Every line's digest straight from the file's bytes (no lone carriage return, no NUL),
+    standing for its record: a sync that read the whole file found each line to be one record
+    (`etl/resync.py` trusts the digests only then), and a changed line is parsed on its own, so
+    a quoted field opened on it and closed on the next is found malformed: checksums over lines run in C, with no per-row
     Python, so a re-sync of a big file costs little more than reading it. Read a block at a
     time, so memory stays flat however big the file. With the `previous` digests, the records
     whose digests differ are kept on the way (`RowDigests.changed`). None otherwise."""
@@ -124,7 +128,7 @@ def line_digests(path: Path, previous: tuple[array, array] | None = None) -> Row
         while True:
             block = handle.read(_BLOCK)
             data = carry + block
-            if b'"' in data or b"\x00" in data:  # quotes, or NULs to remove and count: read whole
+            if b"\x00" in data:  # NULs to remove and count: the whole reading does that
                 return None
             lone = data.count(b"\r") - data.count(b"\r\n") if b"\r" in data else 0
             if lone and lone != (bool(block) and data.endswith(b"\r")):
