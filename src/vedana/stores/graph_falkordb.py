@@ -185,10 +185,7 @@ class FalkorGraph(GraphStore):
                     ) from None
                 # FalkorDB checks its TIMEOUT only between records, so a query that spends its
                 # time inside one expression runs on; the socket deadline ends the wait here.
-                raise CypherError(
-                    f"the query timed out: it ran past its time limit of {timeout_s:g} s (CYPHER_TIMEOUT_S); "
-                    "narrow it (fewer rows, no large range/cartesian product)"
-                ) from None
+                raise CypherError(_timed_out(timeout_s)) from None
             except SchemaVersionMismatchException:
                 # The client refreshed its cached label/property names; running again is safe
                 # because the server rejected the query before executing it.
@@ -202,6 +199,9 @@ class FalkorGraph(GraphStore):
                     continue
                 if _MEMORY_EXCEEDED in str(exc):
                     raise CypherError(self._memory_message()) from None
+                if timeout_ms and "query timed out" in str(exc).lower():
+                    # The server's own TIMEOUT, met between records: the same words as the deadline.
+                    raise CypherError(_timed_out(timeout_ms / 1000)) from None
                 raise CypherError(redact(f"FalkorDB: {_one_line(str(exc))}")) from None
             except redis.exceptions.ConnectionError as exc:
                 raise ServiceError(
@@ -371,3 +371,10 @@ def _text(value: Any) -> str:
 
 def _one_line(message: str) -> str:
     return " ".join(message.split())
+
+
+def _timed_out(timeout_s: float) -> str:
+    return (
+        f"the query timed out: it ran past its time limit of {timeout_s:g} s (CYPHER_TIMEOUT_S); "
+        "narrow it (fewer rows, no large range/cartesian product)"
+    )
