@@ -62,26 +62,6 @@ def live_type_names(conn: Connection, rows: VersionRange) -> Iterator[str]:
             yield name
 
 
-def _stream(
-    conn: Connection, sql: str, params: dict[str, Any], types: list[str]
-) -> Iterator[tuple[Any, ...]]:
-    """The rows of `sql` as tuples, through `COPY … TO STDOUT` on the connection's transaction:
-    the rows stream without a round trip per batch and are parsed in C; `types` are the
-    columns' (a `jsonb` column is decoded here, from text, with the json module)."""
-    raw = conn.connection.driver_connection
-    assert raw is not None
-    json_at = [i for i, name in enumerate(types) if name == "jsonb"]
-    with raw.cursor() as cursor, cursor.copy(f"COPY ({sql}) TO STDOUT", params) as copy:
-        copy.set_types(["text" if name == "jsonb" else name for name in types])
-        if not json_at:
-            yield from copy.rows()
-            return
-        loads = json.loads
-        (at,) = json_at
-        for row in copy.rows():
-            yield (*row[:at], loads(row[at]), *row[at + 1 :])
-
-
 @dataclass(frozen=True)
 class ChangeBatch:
     """Up to a batch size of staging rows of one group, as lists: a node `[id, value of keys[0],
