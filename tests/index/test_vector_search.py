@@ -130,31 +130,30 @@ def test_search_before_any_index_says_so(settings, shop, local_embedder) -> None
 
 
 def test_a_search_after_the_first_is_one_statement_and_no_transaction(
-    settings, indexed, local_embedder
+    settings, indexed, local_embedder, tmp_path
 ) -> None:
-    from sqlalchemy import event
-    from sqlalchemy.engine import Connection
-
     from vedana.stores.vectors import Retriever
-
-    statements: list[str] = []
-
-    def count(conn: Connection, cursor, statement: str, *args) -> None:
-        statements.append(statement)
 
     with Retriever(settings, indexed, local_embedder) as retriever:
         first = retriever.search("node", "Product", "name", "mountain bikes", 0.3, 5)
-        event.listen(indexed, "before_cursor_execute", count)
-        try:
-            later = [
-                retriever.search("node", "Product", "name", q, 0.3, 5) for q in ("mountain bikes", "tea")
-            ]
-            edge = retriever.search("edge", "sold at", "note", "shop window", 0.3, 5)
-        finally:
-            event.remove(indexed, "before_cursor_execute", count)
-        # The held connection is in autocommit: no BEGIN/COMMIT round trips around the query.
         raw = retriever.store._conn.connection.driver_connection
+        # What the client sends, as libpq traces it: one Sync a round trip.
+        trace = tmp_path / "libpq.trace"
+        with trace.open("w") as out:
+            raw.pgconn.trace(out.fileno())
+            try:
+                later = [
+                    retriever.search("node", "Product", "name", q, 0.3, 5) for q in ("mountain bikes", "tea")
+                ]
+                edge = retriever.search("edge", "sold at", "note", "shop window", 0.3, 5)
+            finally:
+                raw.pgconn.untrace()
+        # The held connection is in autocommit: no BEGIN/COMMIT round trips around the query.
         assert raw.autocommit and raw.info.transaction_status.name == "IDLE"
     assert later[0] == first and first[0].node_id == "p1" and later[1][0].node_id == "p2"
     assert edge[0].from_node_id == "p1"
-    assert len(statements) == 3 and all("ORDER BY distance LIMIT" in s for s in statements), statements
+    sent = [line.split("\t") for line in trace.read_text().splitlines()]
+    frontend = [fields[3] for fields in sent if len(fields) > 3 and fields[1] == "F"]
+    assert frontend.count("Sync") == 3, frontend  # three searches, three round trips
+    assert frontend.count("Parse") == 3  # the statement itself, no SET/BEGIN/COMMIT beside it
+    assert trace.read_text().count("ORDER BY distance LIMIT") == 3
