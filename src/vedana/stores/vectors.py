@@ -338,7 +338,7 @@ class VectorStore:
             conn = self._connection()
             self._tune_scan(conn, top_n)
             # Straight to the driver: SQLAlchemy's execution context and result rows cost about
-            # half a millisecond a search, a third of what the HNSW scan itself takes at 100k.
+            # 0.4 ms a search, a quarter of what the HNSW scan itself takes at 100k vectors.
             # Never prepared: a generic plan would not know the LIMIT or the label, and could
             # leave the HNSW index for a scan of the whole table.
             with conn.connection.dbapi_connection.cursor() as cursor:  # type: ignore[union-attr]
