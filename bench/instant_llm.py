@@ -18,8 +18,10 @@ import itertools
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from standins.loopback import LoopbackServer
 
 
 @dataclass
@@ -39,22 +41,18 @@ class InstantLLM:
         self.script = script
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="instant-llm", daemon=True)
+        self._http = LoopbackServer(self._handler(), name="instant-llm")
 
     def __enter__(self) -> InstantLLM:
-        self._thread.start()
+        self._http.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.stop()
 
     @property
     def api_base(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{self._http.url}/v1"
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """The completion for one request body."""

@@ -25,11 +25,12 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from standins.grist_files import Doc, api_records, build_sqlite, csv_text
+from standins.loopback import LoopbackServer
 
 
 @dataclass
@@ -55,15 +56,12 @@ class FakeGrist:
         self.hooks: list[tuple[str, Callable[[], None]]] = []
         self._sqlite: dict[str, tuple[str, sqlite3.Connection]] = {}
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._http = LoopbackServer(_handler(self))
+        self._http.start()
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self._http.url
 
     def put(self, doc: Doc) -> None:
         with self._lock:
@@ -111,8 +109,7 @@ class FakeGrist:
         return [r for r in self.requests if contains in r]
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.stop()
         for _, conn in self._sqlite.values():
             conn.close()
 

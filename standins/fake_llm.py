@@ -18,8 +18,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from standins.loopback import LoopbackServer
 
 Reply = dict[str, Any]
 Script = Reply | Callable[[dict[str, Any]], Reply]
@@ -73,23 +75,19 @@ class FakeLLM:
         self.headers: list[dict[str, str]] = []
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._http = LoopbackServer(self._handler())
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> FakeLLM:
-        self._thread.start()
+        self._http.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.stop()
 
     @property
     def api_base(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{self._http.url}/v1"
 
     @staticmethod
     def model(name: str = "scripted") -> str:

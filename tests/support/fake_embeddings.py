@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from standins.loopback import LoopbackServer
 from vedana.embeddings.hashing import HashEmbedder
 
 
@@ -25,22 +26,18 @@ class FakeEmbeddings:
         self.ignore_dimensions = False
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._http = LoopbackServer(self._handler())
 
     def __enter__(self) -> FakeEmbeddings:
-        self._thread.start()
+        self._http.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.stop()
 
     @property
     def api_base(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{self._http.url}/v1"
 
     def _answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self._lock:
