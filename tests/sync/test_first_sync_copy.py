@@ -88,3 +88,30 @@ def test_edge_key_hash_collisions_lose_nothing(
     assert len(set(got[2])) == len(got[2])
     again = sync(settings, data_model=folders[0], data=folders[1], full=True)
     assert not again.changed  # the next sync (the diff) finds exactly what the first wrote
+
+
+ODD_TEXTS = ["tab\there", "new\nline", "cr\rhere", "back\\slash", "\\N", "all\t\n\r\\.", "ünïcode ✓", "x"]
+
+
+def test_copy_text_keeps_every_character(pg_engine: Engine) -> None:
+    """Rows are formatted for COPY by vedana itself: tabs, newlines, carriage returns and
+    backslashes in keys and attributes (and a value reading `\\N`, COPY's null) arrive as they
+    were, on the straight-in first sync and on the diff of the next one."""
+    blank_staging(pg_engine)
+    for expect_first in (True, False):
+        with pg_engine.begin() as conn, staging_write.StagingWriter(conn) as writer:
+            assert writer.first_sync is expect_first
+            for text_ in ODD_TEXTS:
+                writer.add_node("thing", text_, {"v": text_, "k\t": [text_]})
+            for text_ in ODD_TEXTS:
+                writer.add_edge("rel\n", "thing", text_, "thing", ODD_TEXTS[0], {"v": text_})
+            result = writer.apply()
+        nodes, edges, _ = rows(pg_engine)
+        assert {key[1] for key in nodes} == set(ODD_TEXTS)
+        assert all(attrs == {"v": key[1], "k\t": [key[1]]} for key, (attrs, _, _) in nodes.items())
+        assert {key[2] for key in edges} == set(ODD_TEXTS)
+        assert all(key[0] == "rel\n" and attrs == {"v": key[2]} for key, (attrs, _, _) in edges.items())
+        if not expect_first:  # the same rows again: the hashes match, nothing is rewritten
+            assert result.nodes["thing"].unchanged == len(ODD_TEXTS)
+            assert result.edges["rel\n"].unchanged == len(ODD_TEXTS)
+            assert result.nodes["thing"].updated == result.edges["rel\n"].updated == 0
