@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -68,20 +67,21 @@ class WriteResult:
 # formats one row per call through its own machinery, 1.5 µs a row, a third of a first sync's
 # writing at 100k rows.
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-_NEEDS_ESCAPE = re.compile(r"[\\\t\n\r]").search
-_KEY_NEEDS_ESCAPE = re.compile(r"[\\\n\r]").search  # in keys joined by tabs: tabs are counted
 _BLOCK_CHARS = 1 << 17
 
 
 def copy_text(value: str) -> str:
     """A text value as one field of COPY's text format."""
-    return value.translate(_COPY_ESCAPES) if _NEEDS_ESCAPE(value) else value
+    # Four scans in C beat one regular expression search by 5x on the usual short texts.
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        return value.translate(_COPY_ESCAPES)
+    return value
 
 
 def _copy_line(fields: tuple[str, ...]) -> str:
     """Fields joined into one line of COPY's text format (no newline)."""
     line = "\t".join(fields)
-    if line.count("\t") != len(fields) - 1 or _KEY_NEEDS_ESCAPE(line):
+    if line.count("\t") != len(fields) - 1 or "\\" in line or "\n" in line or "\r" in line:
         line = "\t".join(map(copy_text, fields))
     return line
 
@@ -91,7 +91,9 @@ _ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",",
 
 def attributes_json(attributes: dict[str, Any]) -> str:
     """Canonical JSON (sorted keys): equal attributes give equal text and so equal hashes."""
-    return _ENCODER.encode(attributes) if attributes else "{}"
+    if not attributes:
+        return "{}"
+    return _ENCODER.encode(attributes)
 
 
 def row_hash(attributes_text: str) -> str:
@@ -208,7 +210,7 @@ class StagingWriter:
     def add_node(self, node_type: str, node_id: str, attributes: dict[str, Any]) -> None:
         if self._copying != "nodes":
             self._open("nodes")
-        text = _ENCODER.encode(attributes) if attributes else "{}"
+        text = attributes_json(attributes)
         keys = _copy_line((node_type, node_id))
         if self.first_sync:
             line = f"{keys}\t{copy_text(text)}\t{row_hash(text)}\t{self._next_version}\n"
@@ -235,7 +237,7 @@ class StagingWriter:
         # An undirected edge comes twice in a row with the same attributes: encode them once.
         if attributes is not self._last_attributes:
             self._last_attributes = attributes
-            self._last_text = _ENCODER.encode(attributes) if attributes else "{}"
+            self._last_text = attributes_json(attributes)
             self._last_hash = row_hash(self._last_text)
             self._last_cells = f"{copy_text(self._last_text)}\t{self._last_hash}"
         key = (edge_label, from_node_type, from_node_id, to_node_type, to_node_id)
