@@ -115,3 +115,25 @@ def test_copy_text_keeps_every_character(pg_engine: Engine) -> None:
             assert result.nodes["thing"].unchanged == len(ODD_TEXTS)
             assert result.edges["rel\n"].unchanged == len(ODD_TEXTS)
             assert result.nodes["thing"].updated == result.edges["rel\n"].updated == 0
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"b": "x", "a": 'ü"\n\\ \u2028 \x01'},
+        {"n": 1, "s": "t", "big": 2**70},
+        {"l": ["a", 1, None]},
+        {"f": 1.5, "g": 1e16, "h": -0.0},
+        {"b": True, "c": False, "z": None},
+        {"d": {"z": 1, "a": "2"}},
+    ],
+)
+def test_attributes_json_is_the_canonical_encoding(attributes: dict[str, Any]) -> None:
+    """The encoder made once (`_made_once`) writes exactly what json.dumps writes with sorted keys:
+    a stored row's text, and so its hash, never depends on which encoder made it."""
+    import json
+
+    canonical = json.dumps(attributes, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert staging_write.attributes_json(attributes) == canonical
+    with pytest.raises(ValueError):
+        staging_write.attributes_json({**attributes, "nan": float("nan")})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import marshal
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,40 @@ def test_csv_cells() -> None:
     assert from_text("n/a", Column("n", "Numeric")) == "n/a"  # alt text stays text
     assert split_list('x, "y, z", w') == ["x", "y, z", "w"]
     assert from_text("", Column("t", "Text")) is None
+
+
+def test_csv_folder_rows_are_cells_as_from_text_reads_them(tmp_path: Path) -> None:
+    """A CSV folder's rows: each cell as `from_text` reads an untyped cell (empty: None; a
+    formula error: the error marker; any other text, `#hashtag` too, as it is), a column without
+    a name left out, the last of a repeated column kept, a row of spaces blank."""
+    header = ["id", "", "name", "name", "note"]
+    records = [
+        ["a", "skip", "first", "second", "plain"],
+        ["b", "", "", "dup", "#DIV/0!"],
+        ["c", "x", "#hashtag", "", ""],
+        [" ", " ", "  ", " ", " "],
+        ["d", "y", "multi\n#NameError", "z", "#NameError"],
+        ["e", "w", "", "", ""],
+    ]
+    with (tmp_path / "Anchor_x.csv").open("w", newline="", encoding="utf-8") as out:
+        csv.writer(out).writerows([header, *records])
+    table = CsvFolderSource(tmp_path).table("Anchor_x")
+    assert table is not None
+
+    def by_from_text(row: list[str]) -> dict[str, Any]:
+        cells: dict[str, Any] = {}
+        for h, v in zip(header, row, strict=True):
+            if h:
+                cells[h] = from_text(v, Column(h))
+        return cells
+
+    got = dict(table.rows())
+    assert got == {1: by_from_text(records[0]), 2: by_from_text(records[1]), 3: by_from_text(records[2]),
+                   4: {}, 5: by_from_text(records[4]), 6: by_from_text(records[5])}  # fmt: skip
+    assert got[2] == {"id": "b", "name": "dup", "note": CELL_ERROR}
+    assert got[3] == {"id": "c", "name": None, "note": None}
+    assert got[5] == {"id": "d", "name": "z", "note": CELL_ERROR}
+    assert got[6] == {"id": "e", "name": None, "note": None}
 
 
 # --- dtypes -------------------------------------------------------------------------------

@@ -191,12 +191,24 @@ def _cell_empty(value: Any) -> bool:
 
 def _id_text(value: Any) -> str | None:
     """A cell used as a node id or display label, as text (None when empty)."""
+    if value.__class__ is str:  # most cells, first
+        return value.strip() or None
     if value is None or value is CELL_ERROR or isinstance(value, bool | list):
         return None
     if isinstance(value, Ref):
         return value.labels[0] if value.labels else None
     text = number_text(value) if isinstance(value, int | float) else str(value).strip()
     return text or None
+
+
+def _row_node_id(cells: dict[str, Any], id_cols: list[str]) -> str | None:
+    """The first id column's value that is not empty (None: none has one)."""
+    if not id_cols:
+        return None
+    node_id = _id_text(cells.get(id_cols[0]))
+    if node_id is None and len(id_cols) > 1:
+        node_id = next((t for t in (_id_text(cells.get(c)) for c in id_cols[1:]) if t), None)
+    return node_id
 
 
 def _as_ref(value: Any) -> Ref:
@@ -299,7 +311,7 @@ class Normalizer:
 
         for row_id, cells in table.rows():
             stats.read += 1
-            node_id = next((t for t in (_id_text(cells.get(c)) for c in id_cols) if t), None)
+            node_id = _row_node_id(cells, id_cols)
             if node_id is None:
                 if _blank(cells):
                     stats.skipped[BLANK_ROW] += 1

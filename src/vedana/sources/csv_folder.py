@@ -52,6 +52,7 @@ class CsvFolderSource:
         except UnicodeDecodeError:
             raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
         columns = {h: Column(id=h) for h in header if h}
+        unnamed = "" in header  # a column without a name: never part of a row
 
         def rows() -> Iterator[tuple[int, dict[str, Any]]]:
             findings = self.findings.start(str(path), "line")
@@ -59,10 +60,24 @@ class CsvFolderSource:
                 with path.open(encoding="utf-8-sig", newline="") as handle:
                     _, records = csv_records(handle, findings)
                     for number, row in records:
-                        yield (
-                            number,
-                            {h: from_text(v, columns[h]) for h, v in zip(header, row, strict=False) if h},
-                        )
+                        # `from_text` of an untyped cell is the text itself, None when empty, or
+                        # a formula error ("#…"): zip the row straight into a dict (the last of a
+                        # repeated column wins, as in the general way), and call it only for rows
+                        # with a cell that may be an error.
+                        if "\n#" in "\n" + "\n".join(row):
+                            yield (
+                                number,
+                                {h: from_text(v, columns[h]) for h, v in zip(header, row, strict=False) if h},
+                            )
+                            continue
+                        cells: dict[str, Any] = dict(zip(header, row, strict=False))
+                        if unnamed:
+                            cells.pop("", None)
+                        if "" in row:
+                            for h, v in cells.items():
+                                if not v:
+                                    cells[h] = None
+                        yield number, cells
             except UnicodeDecodeError:
                 raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
 

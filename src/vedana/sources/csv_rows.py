@@ -70,13 +70,14 @@ def csv_records(
                     line, start = start, reader.line_num + 1
                     if number <= skip:
                         continue
-                    if not row or all(not cell.strip() for cell in row):
+                    joined = "".join(row)  # one string for the row's checks: in C, not per cell
+                    if not joined.strip():  # no cell has anything but spaces
                         yield number, []  # the caller counts blank rows
                         continue
                     if len(row) != width:
                         found.malformed_row(line, f"{len(row)} fields, header has {width}")
                         continue
-                    if NUL in "".join(row):
+                    if NUL in joined:
                         _strip_nul(row, header, line, found)
                     yield number, row
                 return
