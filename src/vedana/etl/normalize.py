@@ -166,8 +166,7 @@ class _AttrColumn:
     dtype: str  # canonical; unknown dtypes were read as "str" by the data model reader
 
 
-@dataclass(frozen=True, slots=True)
-class _Endpoint:
+class _Endpoint(NamedTuple):  # two per link-table row: a tuple is made 3x faster than a dataclass
     noun: str | None  # known when the cell was a reference to an anchor table
     node_id: str | None
 
@@ -384,7 +383,13 @@ class Normalizer:
                 stats.cells[FORMULA_ERROR] += 1
                 self.events += 1
                 continue
-            if value.__class__ is Ref:
+            if value.__class__ is str:  # most cells: text, often for a text attribute
+                if not value.strip():
+                    continue
+                if attr.dtype == "str":
+                    out[attr.name] = value
+                    continue
+            elif value.__class__ is Ref:
                 value = _ref_display(value, attr.column)
             if is_empty(value):
                 continue
