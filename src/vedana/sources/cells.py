@@ -295,6 +295,8 @@ def split_list(text: str) -> list[str]:
     """A list cell of a CSV export ("a, b, c"; items with commas are quoted)."""
     if not text.strip():
         return []
+    if "," not in text and '"' not in text and "\n" not in text and "\r" not in text:
+        return [text.strip()]  # one item, the usual reference: what the reader below would give
     try:
         items = next(csv.reader([text], skipinitialspace=True))
     except (csv.Error, StopIteration):
