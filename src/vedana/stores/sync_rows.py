@@ -46,9 +46,13 @@ def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dic
     if not summary or summary.get("source") != source:
         return None, {}
     tables: dict[str, TableRows] = {}
-    for name, keys, digests, outcomes, patch in conn.exec_driver_sql(
-        "SELECT table_name, row_keys, digests, outcomes, patch FROM sync_rows WHERE source = %s", (source,)
-    ):
+    driver = conn.connection.driver_connection  # same transaction; binary results: bytea as is, not hex
+    assert driver is not None
+    with driver.cursor(binary=True) as cursor:
+        found = cursor.execute(
+            "SELECT table_name, row_keys, digests, outcomes, patch FROM sync_rows WHERE source = %s", (source,)
+        ).fetchall()
+    for name, keys, digests, outcomes, patch in found:
         packed = array("q")
         packed.frombytes(bytes(keys))
         halves = array("I")
