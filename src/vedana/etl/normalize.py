@@ -412,7 +412,7 @@ class Normalizer:
             return
         default = candidates[0] if len(candidates) == 1 else None
         structural = {from_col.id, to_col.id, label_col.id if label_col else ""}
-        per_link: dict[str, list[_AttrColumn]] = {}
+        per_link: dict[str, tuple[TypeReport, list[_AttrColumn]]] = {}
         record = self.recorder
         name = table.name
         for row_id, cells in table.rows():
@@ -423,13 +423,12 @@ class Normalizer:
                 if record:
                     record.link(name, row_id, None, "")
                 continue
-            stats = self.report.edge(link.sentence)
-            if name not in stats.tables:
-                stats.tables.append(name)
-            stats.read += 1
-            pairs = per_link.get(link.sentence)
-            if pairs is None:
-                pairs = per_link[link.sentence] = self._attribute_columns(link.attributes, table, structural)
+            known = per_link.get(link.sentence)
+            if known is None:
+                stats = self.report.edge(link.sentence)
+                if name not in stats.tables:
+                    stats.tables.append(name)
+                pairs = self._attribute_columns(link.attributes, table, structural)
                 used = {a.column.id for a in pairs} | structural
                 stats.dropped_columns = sorted(
                     {
@@ -437,8 +436,19 @@ class Normalizer:
                         *(c for c in table.columns if c not in used and not is_helper_column(c)),
                     }
                 )
-            src = self._endpoint(cells.get(from_col.id), from_col)
-            dst = self._endpoint(cells.get(to_col.id), to_col)
+                known = per_link[link.sentence] = (stats, pairs)
+            stats, pairs = known
+            stats.read += 1
+            # A plain text end (a CSV folder's, the usual case) as `_endpoint` reads it, without a call.
+            src, dst = cells.get(from_col.id), cells.get(to_col.id)
+            if src.__class__ is str:
+                src = _Endpoint(None, text) if (text := src.strip()) else None
+            else:
+                src = self._endpoint(src, from_col)
+            if dst.__class__ is str:
+                dst = _Endpoint(None, text) if (text := dst.strip()) else None
+            else:
+                dst = self._endpoint(dst, to_col)
             if src is None or dst is None:
                 stats.skipped[BLANK_ROW if _blank(cells) else MISSING_ENDPOINT] += 1
                 if record:

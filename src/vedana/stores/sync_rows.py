@@ -50,7 +50,8 @@ def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dic
     assert driver is not None
     with driver.cursor(binary=True) as cursor:
         found = cursor.execute(
-            "SELECT table_name, row_keys, digests, outcomes, patch FROM sync_rows WHERE source = %s", (source,)
+            "SELECT table_name, row_keys, digests, outcomes, patch FROM sync_rows WHERE source = %s",
+            (source,),
         ).fetchall()
     for name, keys, digests, outcomes, patch in found:
         packed = array("q")
