@@ -10,6 +10,7 @@ rows are kept at a time; the summary the next sync needs (`STATE_KEY`) sits in `
 from __future__ import annotations
 
 import json
+import struct
 from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -92,19 +93,46 @@ def save_rows(conn: Connection, source: str, summary: dict[str, Any], tables: di
     set_state(conn, STATE_KEY, {**summary, "source": source})
 
 
+# COPY's binary format, written by hand so the outcomes field can go out a slice at a time.
+_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
+_TRAILER = struct.pack("!h", -1)
+_SLICE = 20_000  # outcomes encoded at a time
+
+
 def _copy_packed(conn: Connection, source: str, tables: dict[str, TableRows]) -> None:
+    """One row per table. A table's outcomes (tens of MB at 1M rows) are encoded and sent a slice
+    at a time: never joined into one string, then its bytes, then a formatted row, all at once
+    (~100 MB more at the peak of a 1M-row first sync)."""
     driver = conn.connection.driver_connection
     assert driver is not None
+    separator = _ROW_SEPARATOR.encode()
     with (
         driver.cursor() as cursor,
         cursor.copy(
             "COPY sync_rows (source, table_name, row_keys, digests, outcomes) FROM STDIN (FORMAT BINARY)"
         ) as copy,
     ):
-        copy.set_types(["text", "text", "bytea", "bytea", "text"])
+        copy.write(_SIGNATURE)
         for name, rows in tables.items():
-            digests = rows.low.tobytes() + rows.high.tobytes()
-            copy.write_row((source, name, rows.keys.tobytes(), digests, _ROW_SEPARATOR.join(rows.outcomes)))
+            outcomes = rows.outcomes
+            slices = [
+                _ROW_SEPARATOR.join(outcomes[i : i + _SLICE]).encode()
+                for i in range(0, len(outcomes), _SLICE)
+            ]
+            size = sum(map(len, slices)) + len(separator) * max(len(slices) - 1, 0)
+            fields = (
+                source.encode(),
+                name.encode(),
+                rows.keys.tobytes(),
+                rows.low.tobytes() + rows.high.tobytes(),
+            )
+            copy.write(struct.pack("!h", 5) + b"".join(struct.pack("!i", len(f)) + f for f in fields))
+            copy.write(struct.pack("!i", size))
+            for k, part in enumerate(slices):
+                if k:
+                    copy.write(separator)
+                copy.write(part)
+        copy.write(_TRAILER)
 
 
 def forget_rows(conn: Connection) -> None:
