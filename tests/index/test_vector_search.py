@@ -50,6 +50,8 @@ def test_edge_attributes_are_searched_in_the_edge_table(settings, indexed, local
     hits = search_text(settings, "sold at", "note", "shop window", engine=indexed, embedder=local_embedder)
     assert hits and (hits[0].kind, hits[0].from_node_id, hits[0].to_node_id) == ("edge", "p1", "s1")
     assert hits[0].node_id is None and hits[0].attributes == {"stock": 3, "note": "front window display"}
+    assert hits[0].value == "front window display" and 0.0 < hits[0].score <= 1.0
+    assert (hits[0].label, hits[0].attribute) == ("sold at", "note")
 
 
 def test_threshold_and_top_n(settings, indexed, local_embedder) -> None:
