@@ -87,8 +87,9 @@ def probe_search(
     connection (session settings made once). Queries are embedded beforehand, round-robin over
     every embeddable attribute (node and edge ones: each kind has its own HNSW index, so `by_kind`
     gives each index's latency beside its size in `vectors`), threshold 0 so every search returns
-    its full `top_n`; vedana and the baseline alternate query by query, so load on the machine hits
-    both alike. Each figure is the median over `rounds` rounds."""
+    its full `top_n`; vedana and the baseline alternate query by query, taking turns going first
+    within each target (`take_turns`), so load on the machine and warm pages favour neither. Each
+    figure is the median over `rounds` rounds."""
     from statistics import median
 
     from vedana.embeddings import get_embedder
@@ -188,7 +189,9 @@ def take_turns(targets: list[tuple[str, str, str]]) -> list[bool]:
 
 
 class _BareSearch:
-    """The baseline: vedana's search statement on a plain autocommit psycopg connection."""
+    """The baseline: vedana's search statement on a plain autocommit psycopg connection, with
+    vedana's session settings (HNSW candidate list and iterative scan, custom plans for the
+    statement psycopg prepares from its sixth run) and the rows fetched as tuples."""
 
     def __init__(self, engine: Engine, dim: int, top_n: int) -> None:
         import psycopg
@@ -203,6 +206,7 @@ class _BareSearch:
         self.conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef_search_for(top_n)),))
         if version and tuple(int(p) for p in str(version[0]).split(".")[:2]) >= (0, 8):
             self.conn.execute("SET hnsw.iterative_scan = strict_order")
+        self.conn.execute("SET plan_cache_mode = force_custom_plan")
 
     def search(self, kind: str, label: str, attribute: str, vector: Any) -> list[Any]:
         from vedana.stores.vectors import search_params_sql
