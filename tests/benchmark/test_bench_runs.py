@@ -108,6 +108,9 @@ def test_latency_probes_and_local_model(bench_run: tuple[dict, str, Path]) -> No
     assert vectors["edge"] == size["expected"]["embeddable_values"]["PERSON_has_INTEREST.note"] > 0
     assert sum(vectors.values()) == sum(size["expected"]["embeddable_values"].values())
     assert set(phases["search"]["by_kind"]) == {"node", "edge"}
+    # Each target's searches went first on vedana's side and on the baseline's alike.
+    for turns in phases["search"]["went_first"].values():
+        assert abs(turns["vedana"] - turns["baseline"]) <= 3, phases["search"]["went_first"]
     assert phases["cypher"]["lookup"]["n"] == QUERIES
     assert phases["cypher"]["lookup_mean_rows"] > 0
     ask = phases["ask"]

@@ -50,6 +50,8 @@ def test_edge_attributes_are_searched_in_the_edge_table(settings, indexed, local
     hits = search_text(settings, "sold at", "note", "shop window", engine=indexed, embedder=local_embedder)
     assert hits and (hits[0].kind, hits[0].from_node_id, hits[0].to_node_id) == ("edge", "p1", "s1")
     assert hits[0].node_id is None and hits[0].attributes == {"stock": 3, "note": "front window display"}
+    assert hits[0].value == "front window display" and 0.0 < hits[0].score <= 1.0
+    assert (hits[0].label, hits[0].attribute) == ("sold at", "note")
 
 
 def test_threshold_and_top_n(settings, indexed, local_embedder) -> None:
@@ -129,13 +131,15 @@ def test_search_before_any_index_says_so(settings, shop, local_embedder) -> None
         search_text(settings, "Product", "name", "bike", engine=shop, embedder=local_embedder)
 
 
-def test_a_search_after_the_first_is_one_statement_and_no_transaction(
+def test_a_search_after_the_first_of_its_kind_is_one_statement_and_no_transaction(
     settings, indexed, local_embedder, tmp_path
 ) -> None:
     from vedana.stores.vectors import Retriever
 
     with Retriever(settings, indexed, local_embedder) as retriever:
+        # The first search of each kind sets the session up and prepares its statement.
         first = retriever.search("node", "Product", "name", "mountain bikes", 0.3, 5)
+        retriever.search("edge", "sold at", "note", "front window", 0.3, 5)
         raw = retriever.store._conn.connection.driver_connection
         # What the client sends, as libpq traces it: one Sync a round trip.
         trace = tmp_path / "libpq.trace"
@@ -150,10 +154,25 @@ def test_a_search_after_the_first_is_one_statement_and_no_transaction(
                 raw.pgconn.untrace()
         # The held connection is in autocommit: no BEGIN/COMMIT round trips around the query.
         assert raw.autocommit and raw.info.transaction_status.name == "IDLE"
+        # Both statements are prepared, and every run of them was planned for its own label
+        # and LIMIT (a generic plan knows neither). Left to itself, Postgres runs a generic plan
+        # from the sixth run on here.
+        for q in ("bike", "shoes", "cup", "lamp", "headphones"):
+            retriever.search("node", "Product", "name", q, 0.3, 5)
+        prepared = raw.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+            ("%ORDER BY distance LIMIT%",),
+        ).fetchall()
+        assert sorted(prepared) == [(0, 2), (0, 8)], prepared
+    # Back in the pool, the connection plans others' prepared statements as Postgres would.
+    mode = raw.execute("SHOW plan_cache_mode").fetchone()
+    raw.rollback()  # the pool's connection is out of autocommit again
+    assert mode == ("auto",)
     assert later[0] == first and first[0].node_id == "p1" and later[1][0].node_id == "p2"
     assert edge[0].from_node_id == "p1"
     sent = [line.split("\t") for line in trace.read_text().splitlines()]
     frontend = [fields[3] for fields in sent if len(fields) > 3 and fields[1] == "F"]
     assert frontend.count("Sync") == 3, frontend  # three searches, three round trips
-    assert frontend.count("Parse") == 3  # the statement itself, no SET/BEGIN/COMMIT beside it
-    assert trace.read_text().count("ORDER BY distance LIMIT") == 3
+    # The prepared statement bound and run, nothing parsed or sent beside it (no SET/BEGIN/COMMIT).
+    assert frontend.count("Bind") == frontend.count("Execute") == 3, frontend
+    assert set(frontend) <= {"Bind", "Describe", "Execute", "Sync"}, frontend
