@@ -392,3 +392,56 @@ def test_line_checksums_equal_record_checksums(tmp_path: Path, text: str) -> Non
                 assert again.changed == {0: texts[0], len(rows) - 1: texts[-1]}
         finally:
             csv_folder._BLOCK = 1 << 22
+
+
+def test_kept_rows_survive_the_store_whole(pg_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a sync keeps of each row goes to `sync_rows` by a binary COPY vedana writes itself, the
+    outcomes a slice at a time: keys, digests and outcomes (non-ASCII ones, empty ones, more
+    slices than one) come back exactly."""
+    from vedana.stores import sync_rows
+
+    monkeypatch.setattr(sync_rows, "_SLICE", 3)  # several slices, a short last one
+    outcomes = ["+ä␞x", "", "PERSON␞p:1␞i:ü", "", "", "plain", "日本"]
+    n = len(outcomes)
+    rows = sync_rows.TableRows(
+        array("q", range(1, n + 1)), array("I", range(10, 10 + n)), array("I", range(20, 20 + n)), outcomes
+    )
+    empty = sync_rows.TableRows(array("q"), array("I"), array("I"), [])
+    with pg_engine.begin() as conn:
+        sync_rows.save_rows(conn, "src", {"k": 1}, {"Anchor_a": rows, "Link_b": empty})
+    with pg_engine.connect() as conn:
+        summary, stored = sync_rows.load_rows(conn, "src")
+    assert summary is not None and summary["k"] == 1
+    got = stored["Anchor_a"]
+    assert (
+        list(got.keys) == list(rows.keys)
+        and list(got.low) == list(rows.low)
+        and list(got.high) == list(rows.high)
+    )
+    assert got.outcomes == outcomes
+    assert list(stored["Link_b"].keys) == [] and stored["Link_b"].outcomes == []
+
+
+@pytest.mark.parametrize("order", ["in order", "out of order"])
+def test_link_outcomes_packed_in_runs_are_the_outcomes(order: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CSV link table's outcomes are packed a run at a time while they come in row order; a row
+    out of order turns them back into one per row. Either way the table keeps the same outcomes,
+    with "" for a row never given."""
+    from vedana.etl import resync
+    from vedana.sources.base import RawTable, RowDigests
+    from vedana.stores.sync_rows import unpack_outcomes
+
+    monkeypatch.setattr(resync, "_RUN", 2)
+    n = 6
+    digests = RowDigests(array("q", range(1, n + 1)), array("I", [0] * n), array("I", [1] * n), fetch=list)
+    recorder = resync.Recorder()
+    recorder.reading(RawTable("Link_x", {}, _digests=lambda previous=None: digests), anchor=False)
+    given = {1: "L␞a␞b", 2: "", 3: "L␞c␞d", 4: "L␞e␞f", 5: "L␞g␞h"}  # row 6 never given
+    rows = [1, 2, 3, 4, 5] if order == "in order" else [1, 2, 4, 3, 5]
+    for row_id in rows:
+        recorder.link("Link_x", row_id, "L", given[row_id].replace("␞", resync._SEP))
+    table = recorder.rows()["Link_x"]
+    got = table.outcomes if table.packed is None else [o for p in table.packed for o in unpack_outcomes(p)]
+    assert (table.packed is not None) == (order == "in order")
+    assert got == [given.get(i, "").replace("␞", resync._SEP) for i in range(1, n + 1)]
+    assert not recorder.sound  # five rows given of six: line digests cannot stand for rows

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import struct
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,18 @@ class TableRows:
     # Positions that differ from the packed rows stored (kept beside them as a small patch, so a
     # re-sync of a few rows rewrites only those); None: store the rows packed anew.
     patched: set[int] | None = None
+    # The outcomes as runs already packed (`pack_outcomes`), in order, instead of `outcomes`: a
+    # first sync's link tables, one string per run of rows rather than per row.
+    packed: list[str] | None = None
+
+
+def pack_outcomes(outcomes: list[str]) -> str:
+    """A run of outcomes as stored: packed runs joined by the same separator give the table's."""
+    return _ROW_SEPARATOR.join(outcomes)
+
+
+def unpack_outcomes(packed: str) -> list[str]:
+    return packed.split(_ROW_SEPARATOR)
 
 
 # A patch over this share of the rows is folded into the packed rows instead.
@@ -99,6 +112,19 @@ _TRAILER = struct.pack("!h", -1)
 _SLICE = 20_000  # outcomes encoded at a time
 
 
+def _runs(rows: TableRows) -> Iterator[str]:
+    """The table's outcomes a run at a time, packed: those packed already, else list slices."""
+    if rows.packed is not None:
+        yield from rows.packed
+        return
+    for i in range(0, len(rows.outcomes), _SLICE):
+        yield pack_outcomes(rows.outcomes[i : i + _SLICE])
+
+
+def _field(data: bytes) -> bytes:
+    return struct.pack("!i", len(data)) + data
+
+
 def _copy_packed(conn: Connection, source: str, tables: dict[str, TableRows]) -> None:
     """One row per table. A table's outcomes (tens of MB at 1M rows) are encoded and sent a slice
     at a time: never joined into one string, then its bytes, then a formatted row, all at once
@@ -114,24 +140,24 @@ def _copy_packed(conn: Connection, source: str, tables: dict[str, TableRows]) ->
     ):
         copy.write(_SIGNATURE)
         for name, rows in tables.items():
-            outcomes = rows.outcomes
-            slices = [
-                _ROW_SEPARATOR.join(outcomes[i : i + _SLICE]).encode()
-                for i in range(0, len(outcomes), _SLICE)
-            ]
-            size = sum(map(len, slices)) + len(separator) * max(len(slices) - 1, 0)
-            fields = (
-                source.encode(),
-                name.encode(),
-                rows.keys.tobytes(),
-                rows.low.tobytes() + rows.high.tobytes(),
-            )
-            copy.write(struct.pack("!h", 5) + b"".join(struct.pack("!i", len(f)) + f for f in fields))
+            # The field's length goes first: each run is measured, then (made again and) sent.
+            count = size = 0
+            for text in _runs(rows):
+                count += 1
+                size += len(text) if text.isascii() else len(text.encode())
+            size += len(separator) * max(count - 1, 0)
+            keys, low, high = (memoryview(a).cast("B") for a in (rows.keys, rows.low, rows.high))
+            copy.write(struct.pack("!h", 5) + _field(source.encode()) + _field(name.encode()))
+            copy.write(struct.pack("!i", keys.nbytes))
+            copy.write(keys)  # the arrays as they are, not copied to bytes first
+            copy.write(struct.pack("!i", low.nbytes + high.nbytes))  # digests: low halves, then high
+            copy.write(low)
+            copy.write(high)
             copy.write(struct.pack("!i", size))
-            for k, part in enumerate(slices):
+            for k, text in enumerate(_runs(rows)):
                 if k:
                     copy.write(separator)
-                copy.write(part)
+                copy.write(text.encode())
         copy.write(_TRAILER)
 
 
