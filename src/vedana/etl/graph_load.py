@@ -196,7 +196,9 @@ def load_graph(
 
     A thread reads staging and prepares the batches while this one sends them, so the Postgres
     fetch overlaps the graph's work; at most `_AHEAD` batches wait between the two. Writes go
-    out in the order they were read. `conn` is the reading thread's until the load ends."""
+    out in the order they were read, through the graph's `batch_writer` (FalkorDB's keeps the
+    next batch in flight); a write is counted once the graph has acknowledged it, and every
+    write has been when this returns. `conn` is the reading thread's until the load ends."""
     if rows.empty:
         return GraphChanges()
     check_names(conn, rows)
@@ -205,17 +207,27 @@ def load_graph(
     node_total = planned.nodes_upserted + planned.nodes_deleted
     edge_total = planned.edges_upserted + planned.edges_deleted
     nodes = _Counter(NODE_STAGE, node_total, on_progress)
-    edges: _Counter | None = None
-    for write in _overlapped(graph_writes(conn, rows, batch_size)):
-        if write.rows is None:
-            graph.ensure_index(write.label, "id")
-            continue
-        if edges is None and write.counts != "nodes_upserted":  # node upserts are over
-            edges = _Counter(EDGE_STAGE, edge_total, on_progress)
-        graph.write_batches(write.cypher, write.rows, batch_size=len(write.rows))
-        setattr(changes, write.counts, getattr(changes, write.counts) + len(write.rows))
-        (nodes if write.stage == NODE_STAGE else edges or nodes).add(len(write.rows))
-    if edges is None:
+    counters: dict[str, _Counter] = {NODE_STAGE: nodes}
+
+    def written(done: list[GraphWrite]) -> None:
+        """Count the writes the graph has acknowledged (`BatchWriter`)."""
+        for write in done:
+            assert write.rows is not None
+            setattr(changes, write.counts, getattr(changes, write.counts) + len(write.rows))
+            counters.get(write.stage, nodes).add(len(write.rows))
+
+    with graph.batch_writer() as writer:
+        for write in _overlapped(graph_writes(conn, rows, batch_size)):
+            if write.rows is None:
+                written(writer.drain())  # the label's nodes go in after its index exists
+                graph.ensure_index(write.label, "id")
+                continue
+            if EDGE_STAGE not in counters and write.counts != "nodes_upserted":  # node upserts are over
+                written(writer.drain())
+                counters[EDGE_STAGE] = _Counter(EDGE_STAGE, edge_total, on_progress)
+            written(writer.send(write.cypher, write.rows, write))
+        written(writer.drain())
+    if EDGE_STAGE not in counters:
         _Counter(EDGE_STAGE, edge_total, on_progress)
     return changes
 
