@@ -13,7 +13,7 @@ import gc
 import json
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -126,7 +126,7 @@ def delete_edges_cypher(edge_label: str, from_type: str, to_type: str) -> str:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _graph_values(rows: list[list[Any]], lead: int) -> list[list[Any]]:
+def _graph_values(rows: Sequence[Sequence[Any]], lead: int) -> list[list[Any]]:
     """`rows` with each value after the first `lead` (the ids) as `graph_value` makes it."""
     return [
         [*row[:lead], *(v if type(v) in _SCALARS else graph_value(v) for v in row[lead:])] for row in rows
