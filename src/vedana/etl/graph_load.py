@@ -2,7 +2,7 @@
 or, for a full load where the engine can, build the whole graph aside and swap it in
 (`rebuild_graph`, FalkorDB's GRAPH.BULK).
 
-The same Cypher runs on Memgraph (Bolt) and FalkorDB through `GraphStore.write_batches`.
+The same Cypher runs on Memgraph (Bolt) and FalkorDB through `GraphStore.batch_writer()`.
 Labels and relationship types come from data (anchor nouns, link sentences), so they are
 backtick-quoted and refused when they could not be quoted safely.
 """
