@@ -22,8 +22,8 @@ from vedana.errors import CypherError, SourceError
 from vedana.stores.staging_changes import (
     VersionRange,
     changed_counts,
+    changed_types,
     edge_batches,
-    live_type_names,
     node_batches,
     staged_type_counts,
 )
@@ -151,11 +151,13 @@ def count_changes(conn: Connection, rows: VersionRange) -> GraphChanges:
     return GraphChanges(*counts["nodes"], *counts["edges"])
 
 
-def check_names(conn: Connection, rows: VersionRange) -> None:
-    """Refuse unusable labels and types of live rows before anything is written. (A tombstone
-    with such a name never reached the graph: the loops below skip it.)"""
-    for name in live_type_names(conn, rows):
+def _plan(conn: Connection, rows: VersionRange) -> GraphChanges:
+    """`count_changes`, having refused (`quote_name`) an unusable label or type of a live row
+    before anything is written: one scan of each table for both."""
+    counts, names = changed_types(conn, rows)
+    for name in names:
         quote_name(name)
+    return GraphChanges(*counts["nodes"], *counts["edges"])
 
 
 class _Counter:
@@ -201,8 +203,7 @@ def load_graph(
     write has been when this returns. `conn` is the reading thread's until the load ends."""
     if rows.empty:
         return GraphChanges()
-    check_names(conn, rows)
-    planned = count_changes(conn, rows)
+    planned = _plan(conn, rows)
     changes = GraphChanges()
     node_total = planned.nodes_upserted + planned.nodes_deleted
     edge_total = planned.edges_upserted + planned.edges_deleted
@@ -248,10 +249,10 @@ def rebuild_graph(
     cleared and `load_graph` loads them."""
     rows = VersionRange(None, upto)
     owned = list(owned)
-    names = list(live_type_names(conn, rows))
+    counts, names = changed_types(conn, rows)
     for name in names:
         quote_name(name)  # refuse an unusable name before anything is written
-    planned = count_changes(conn, rows)
+    planned = GraphChanges(*counts["nodes"], *counts["edges"])
     build = graph.bulk_build(owned, names) if planned.nodes_upserted else None
     if build is None:
         graph.clear(owned)

@@ -38,27 +38,25 @@ class VersionRange:
         return {"since": self.since or 0, "upto": self.upto}
 
 
+def changed_types(conn: Connection, rows: VersionRange) -> tuple[dict[str, tuple[int, int]], list[str]]:
+    """(live, tombstone) staging rows in `rows` per table ("nodes", "edges"), and every node type
+    and edge label among the live ones: one scan per table."""
+    counts: dict[str, tuple[int, int]] = {}
+    names: list[str] = []
+    for table, column in (("nodes", "node_type"), ("edges", "edge_label")):
+        found = conn.exec_driver_sql(
+            f"SELECT {column}, count(*) FILTER (WHERE NOT deleted), count(*) FILTER (WHERE deleted) "
+            f"FROM {table} WHERE {rows.where()} GROUP BY {column} ORDER BY {column}",
+            rows.params(),
+        ).all()
+        counts[table] = (sum(int(live) for _, live, _ in found), sum(int(dead) for *_, dead in found))
+        names += [name for name, live, _ in found if live]
+    return counts, names
+
+
 def changed_counts(conn: Connection, rows: VersionRange) -> dict[str, tuple[int, int]]:
     """(live, tombstone) staging rows in `rows`, per table ("nodes", "edges")."""
-    counts: dict[str, tuple[int, int]] = {}
-    for table in ("nodes", "edges"):
-        live, dead = conn.exec_driver_sql(
-            f"SELECT count(*) FILTER (WHERE NOT deleted), count(*) FILTER (WHERE deleted) "
-            f"FROM {table} WHERE {rows.where()}",
-            rows.params(),
-        ).one()
-        counts[table] = (int(live), int(dead))
-    return counts
-
-
-def live_type_names(conn: Connection, rows: VersionRange) -> Iterator[str]:
-    """Every node type and edge label among the live (not tombstone) staging rows in `rows`."""
-    for sql in (
-        f"SELECT DISTINCT node_type FROM nodes WHERE {rows.where()} AND NOT deleted",
-        f"SELECT DISTINCT edge_label FROM edges WHERE {rows.where()} AND NOT deleted",
-    ):
-        for (name,) in conn.exec_driver_sql(sql, rows.params()):
-            yield name
+    return changed_types(conn, rows)[0]
 
 
 @dataclass(frozen=True)
