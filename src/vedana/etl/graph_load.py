@@ -2,7 +2,7 @@
 or, for a full load where the engine can, build the whole graph aside and swap it in
 (`rebuild_graph`, FalkorDB's GRAPH.BULK).
 
-The same Cypher runs on Memgraph (Bolt) and FalkorDB through `GraphStore.write_batches`.
+The same Cypher runs on Memgraph (Bolt) and FalkorDB through `GraphStore.batch_writer()`.
 Labels and relationship types come from data (anchor nouns, link sentences), so they are
 backtick-quoted and refused when they could not be quoted safely.
 """
@@ -13,7 +13,7 @@ import gc
 import json
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +22,8 @@ from vedana.errors import CypherError, SourceError
 from vedana.stores.staging_changes import (
     VersionRange,
     changed_counts,
+    changed_types,
     edge_batches,
-    live_type_names,
     node_batches,
     staged_type_counts,
 )
@@ -126,7 +126,7 @@ def delete_edges_cypher(edge_label: str, from_type: str, to_type: str) -> str:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _graph_values(rows: list[list[Any]], lead: int) -> list[list[Any]]:
+def _graph_values(rows: Sequence[Sequence[Any]], lead: int) -> list[list[Any]]:
     """`rows` with each value after the first `lead` (the ids) as `graph_value` makes it."""
     return [
         [*row[:lead], *(v if type(v) in _SCALARS else graph_value(v) for v in row[lead:])] for row in rows
@@ -151,11 +151,13 @@ def count_changes(conn: Connection, rows: VersionRange) -> GraphChanges:
     return GraphChanges(*counts["nodes"], *counts["edges"])
 
 
-def check_names(conn: Connection, rows: VersionRange) -> None:
-    """Refuse unusable labels and types of live rows before anything is written. (A tombstone
-    with such a name never reached the graph: the loops below skip it.)"""
-    for name in live_type_names(conn, rows):
+def _plan(conn: Connection, rows: VersionRange) -> GraphChanges:
+    """`count_changes`, having refused (`quote_name`) an unusable label or type of a live row
+    before anything is written: one scan of each table for both."""
+    counts, names = changed_types(conn, rows)
+    for name in names:
         quote_name(name)
+    return GraphChanges(*counts["nodes"], *counts["edges"])
 
 
 class _Counter:
@@ -196,26 +198,37 @@ def load_graph(
 
     A thread reads staging and prepares the batches while this one sends them, so the Postgres
     fetch overlaps the graph's work; at most `_AHEAD` batches wait between the two. Writes go
-    out in the order they were read. `conn` is the reading thread's until the load ends."""
+    out in the order they were read, through the graph's `batch_writer` (FalkorDB's keeps the
+    next batch in flight); a write is counted once the graph has acknowledged it, and every
+    write has been when this returns. `conn` is the reading thread's until the load ends."""
     if rows.empty:
         return GraphChanges()
-    check_names(conn, rows)
-    planned = count_changes(conn, rows)
+    planned = _plan(conn, rows)
     changes = GraphChanges()
     node_total = planned.nodes_upserted + planned.nodes_deleted
     edge_total = planned.edges_upserted + planned.edges_deleted
     nodes = _Counter(NODE_STAGE, node_total, on_progress)
-    edges: _Counter | None = None
-    for write in _overlapped(graph_writes(conn, rows, batch_size)):
-        if write.rows is None:
-            graph.ensure_index(write.label, "id")
-            continue
-        if edges is None and write.counts != "nodes_upserted":  # node upserts are over
-            edges = _Counter(EDGE_STAGE, edge_total, on_progress)
-        graph.write_batches(write.cypher, write.rows, batch_size=len(write.rows))
-        setattr(changes, write.counts, getattr(changes, write.counts) + len(write.rows))
-        (nodes if write.stage == NODE_STAGE else edges or nodes).add(len(write.rows))
-    if edges is None:
+    counters: dict[str, _Counter] = {NODE_STAGE: nodes}
+
+    def written(done: list[GraphWrite]) -> None:
+        """Count the writes the graph has acknowledged (`BatchWriter`)."""
+        for write in done:
+            assert write.rows is not None
+            setattr(changes, write.counts, getattr(changes, write.counts) + len(write.rows))
+            counters.get(write.stage, nodes).add(len(write.rows))
+
+    with graph.batch_writer() as writer:
+        for write in _overlapped(graph_writes(conn, rows, batch_size)):
+            if write.rows is None:
+                written(writer.drain())  # the label's nodes go in after its index exists
+                graph.ensure_index(write.label, "id")
+                continue
+            if EDGE_STAGE not in counters and write.counts != "nodes_upserted":  # node upserts are over
+                written(writer.drain())
+                counters[EDGE_STAGE] = _Counter(EDGE_STAGE, edge_total, on_progress)
+            written(writer.send(write.cypher, write.rows, write))
+        written(writer.drain())
+    if EDGE_STAGE not in counters:
         _Counter(EDGE_STAGE, edge_total, on_progress)
     return changes
 
@@ -236,10 +249,10 @@ def rebuild_graph(
     cleared and `load_graph` loads them."""
     rows = VersionRange(None, upto)
     owned = list(owned)
-    names = list(live_type_names(conn, rows))
+    counts, names = changed_types(conn, rows)
     for name in names:
         quote_name(name)  # refuse an unusable name before anything is written
-    planned = count_changes(conn, rows)
+    planned = GraphChanges(*counts["nodes"], *counts["edges"])
     build = graph.bulk_build(owned, names) if planned.nodes_upserted else None
     if build is None:
         graph.clear(owned)

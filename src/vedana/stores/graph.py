@@ -64,6 +64,11 @@ class GraphStore(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    def batch_writer(self) -> BatchWriter:
+        """A writer for a load's batches, in order (see `BatchWriter`): this one sends each and
+        waits for it; an engine that can keep the next batch in flight overrides it."""
+        return BatchWriter(self)
+
     def bulk_build(self, owned: Iterable[str], names: Iterable[str]) -> GraphBuild | None:
         """A builder that makes a new graph of just what it is given and, on `finish()`, puts it
         in place of this one at once; or None when the engine has none, or when replacing the
@@ -105,6 +110,34 @@ class GraphStore(ABC):
         return int(rows[0]["n"]) if rows else 0
 
     def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class BatchWriter:
+    """Sends a load's `UNWIND` batches in order. `send` and `drain` return the tags of the
+    batches the engine has acknowledged since the last call, oldest first: a batch counts as
+    written only then. This one writes each batch before `send` returns; a pipelined writer may
+    return nothing until a later call, and `drain` waits for every batch still in flight.
+    `close` ends the writer; batches never acknowledged are not written as far as the caller
+    knows (a load is idempotent and runs again)."""
+
+    def __init__(self, graph: GraphStore) -> None:
+        self.graph = graph
+
+    def send(self, cypher: str, rows: list[Any], tag: Any) -> list[Any]:
+        self.graph.write_batches(cypher, rows, batch_size=max(len(rows), 1))
+        return [tag]
+
+    def drain(self) -> list[Any]:
+        return []
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self) -> BatchWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -24,7 +24,8 @@ from vedana.redaction import redact
 from vedana.stores.embedded_falkordb import RESULTSET_CEILING
 from vedana.stores.falkordb_bulk import BulkBuild
 from vedana.stores.falkordb_params import params_header
-from vedana.stores.graph import GraphStore, QueryResult, batched, quote_name
+from vedana.stores.falkordb_writes import PipelinedWriter
+from vedana.stores.graph import BatchWriter, GraphStore, QueryResult, batched, quote_name
 
 DEFAULT_GRAPH_NAME = "vedana"
 SCRATCH_SUFFIX = ".rebuild"  # the key a full rebuild is built under before it replaces the graph
@@ -225,6 +226,27 @@ class FalkorGraph(GraphStore):
             self.query(cypher, {"rows": batch})
             sent += len(batch)
         return sent
+
+    def batch_writer(self) -> BatchWriter:
+        """Batches pipelined on a connection of their own (`vedana.stores.falkordb_writes`)."""
+        return PipelinedWriter(self, self._db.connection, self.graph_name, self._write_failed)
+
+    def _write_failed(self, exc: Exception) -> Exception:
+        """The error to raise for a redis error `exc` met by a pipelined write."""
+        import redis
+
+        if isinstance(exc, redis.exceptions.TimeoutError):
+            return ServiceError(
+                f"FalkorDB at {self.socket_path} did not answer; check `vedana services status`"
+            )
+        if isinstance(exc, redis.exceptions.ConnectionError):
+            return ServiceError(
+                f"lost the connection to FalkorDB at {self.socket_path} ({_one_line(str(exc))}); "
+                "check `vedana services status`"
+            )
+        if _MEMORY_EXCEEDED in str(exc):
+            return CypherError(self._memory_message())
+        return CypherError(redact(f"FalkorDB: {_one_line(str(exc))}"))
 
     def bulk_build(self, owned: Iterable[str], names: Iterable[str]) -> BulkBuild | None:
         """A GRAPH.BULK rebuild (`vedana.stores.falkordb_bulk`), when every node of the graph has

@@ -1,0 +1,100 @@
+"""The graph load's staging reader (`vedana.stores.staging_changes`): each group's rows come as a
+column per attribute key, read out of the jsonb by Postgres. Whatever the values, a batch must
+hold exactly what the row's JSON says (as Python's `json` reads Postgres' text of it), each row
+once, and `plain` must be True only when every value is a string, a whole number, a boolean or
+None."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import Engine
+
+from support.staging_rows import put_edge, put_node, reset_staging
+from vedana.stores.index_state import staging_version
+from vedana.stores.staging_changes import ChangeBatch, VersionRange, edge_batches, node_batches
+
+# Per node type, the attributes of its rows: each type mixes missing keys, nulls and one kind
+# of value per key, or (the "mixed" type) kinds no single column type can hold.
+NODES: dict[str, list[dict[str, Any]]] = {
+    "plain": [
+        {"name": 'quote " back \\ slash', "age": 41, "ok": True, "id": "stale own id"},
+        {"name": "línea\nnueva\t✓", "age": -(2**63), "ok": None},
+        {"age": 2**63 - 1, "ok": False, "extra": None},
+        {},
+    ],
+    "mixed": [
+        {"n": 1, "v": 1.5, "big": 2**63, "list": ["a", None, 2], "map": {"k": [1, {"z": None}]}},
+        {"n": "one", "v": 2, "big": 3, "list": [], "map": None, "e": 1e300, "neg": -0.0},
+        {"n": True, "v": 1e-7, "big": -(2**70), "list": "not a list"},
+    ],
+}
+
+
+def _expected(raw: Any, kind: str) -> set[tuple[Any, ...]]:
+    """The rows the reader must give, built from each row's whole JSON text."""
+    rows = raw.execute(
+        f"SELECT {'node_id' if kind == 'nodes' else 'from_node_id, to_node_id'}, attributes::text "
+        f"FROM {kind} WHERE NOT deleted"
+    ).fetchall()
+    return {(*ids, json.dumps(json.loads(text), sort_keys=True)) for *ids, text in rows}
+
+
+def _as_json(batch: ChangeBatch, ids: int) -> set[tuple[Any, ...]]:
+    out = set()
+    for row in batch.rows:
+        values = {k: v for k, v in zip(batch.keys, row[ids:], strict=True) if v is not None}
+        out.add((*row[:ids], json.dumps(values, sort_keys=True)))
+    return out
+
+
+def _without_nulls_and_id(found: set[tuple[Any, ...]], drop_id: bool) -> set[tuple[Any, ...]]:
+    out = set()
+    for *ids, text in found:
+        values = {k: v for k, v in json.loads(text).items() if v is not None and not (drop_id and k == "id")}
+        out.add((*ids, json.dumps(values, sort_keys=True)))
+    return out
+
+
+def test_batches_hold_exactly_each_rows_json(pg_engine: Engine) -> None:
+    reset_staging(pg_engine)
+    with pg_engine.begin() as conn:
+        for node_type, rows in NODES.items():
+            for n, attributes in enumerate(rows):
+                put_node(conn, node_type, f"{node_type}:{n}", attributes)
+        for n in range(7):  # more rows than a batch of 3
+            put_edge(conn, "LINKS", "plain", f"plain:{n % 4}", "mixed", f"mixed:{n}", {"w": n, "s": str(n)})
+        put_edge(conn, "LINKS", "mixed", "mixed:0", "plain", "plain:0", {"w": 0.5})
+        put_node(conn, "plain", "gone", {"name": "x"}, deleted=True)
+
+    with pg_engine.connect() as conn:
+        rows = VersionRange(None, staging_version(conn))
+        nodes = list(node_batches(conn, rows, 3))
+        edges = list(edge_batches(conn, rows, 3))
+        changed = list(node_batches(conn, VersionRange(0, rows.upto), 3))  # tombstones too
+        raw = conn.connection.driver_connection
+        want_nodes = _without_nulls_and_id(_expected(raw, "nodes"), drop_id=True)
+        want_edges = _without_nulls_and_id(_expected(raw, "edges"), drop_id=False)
+
+    assert all(len(b.rows) <= 3 for b in nodes + edges)
+    got_nodes = [row for b in nodes for row in _as_json(b, 1)]
+    got_edges = [row for b in edges for row in _as_json(b, 2)]
+    assert len(got_nodes) == len(set(got_nodes)) == 7 and set(got_nodes) == want_nodes
+    assert len(got_edges) == len(set(got_edges)) == 8 and set(got_edges) == want_edges
+    # Types survive exactly: an int stays an int (not 41.0), a float a float, -2**63 fits.
+    plain = {row[0]: row for b in nodes if b.names == ("plain",) for row in b.rows}
+    keys = next(b.keys for b in nodes if b.names == ("plain",))
+    assert "id" not in keys
+    assert type(plain["plain:0"][1 + keys.index("age")]) is int
+    assert plain["plain:1"][1 + keys.index("age")] == -(2**63)
+
+    by_group = {(b.names, b.deleted): b.plain for b in nodes + edges}
+    assert by_group[(("plain",), False)] is True  # strings, 64-bit ints, booleans, nulls
+    assert by_group[(("mixed",), False)] is False  # lists, maps, floats, ints past 64 bits
+    assert by_group[(("LINKS", "plain", "mixed"), False)] is True
+    assert by_group[(("LINKS", "mixed", "plain"), False)] is False  # a float
+    assert not any(b.deleted for b in nodes + edges)  # a full load reads live rows only
+    tombstones = [b for b in changed if b.deleted]
+    assert [list(row) for b in tombstones for row in b.rows] == [["gone"]]
+    assert all(b.keys == [] for b in tombstones)
