@@ -71,6 +71,9 @@ class EdgeRow(NamedTuple):
     attributes: dict[str, Any]
 
 
+_new_edge = tuple.__new__
+
+
 class RowRecorder(Protocol):
     """Told what each source row produced, while normalising (`etl/resync.py` keeps it)."""
 
@@ -169,11 +172,6 @@ class _AttrColumn:
 class _Endpoint(NamedTuple):  # two per link-table row: a tuple is made 3x faster than a dataclass
     noun: str | None  # known when the cell was a reference to an anchor table
     node_id: str | None
-
-
-def _fits(end: _Endpoint, noun: str, ids: set[str] | tuple[()]) -> bool:
-    """Can this end be a node of `noun` (a reference to another table cannot)?"""
-    return (end.noun is None or end.noun == noun) and end.node_id in ids
 
 
 def _blank(cells: dict[str, Any]) -> bool:
@@ -413,11 +411,19 @@ class Normalizer:
         default = candidates[0] if len(candidates) == 1 else None
         structural = {from_col.id, to_col.id, label_col.id if label_col else ""}
         per_link: dict[str, tuple[TypeReport, list[_AttrColumn]]] = {}
+        by_label: dict[str, Link | None] = {}  # edge_label cell -> its link (None: unknown)
         record = self.recorder
         name = table.name
         for row_id, cells in table.rows():
             label = _id_text(cells.get(label_col.id)) if label_col else None
-            link = (self._links.get(label.lower()) if label else None) or default
+            if label:
+                try:
+                    link = by_label[label]
+                except KeyError:  # a label not met before in this table
+                    link = by_label[label] = self._links.get(label.lower())
+                link = link or default
+            else:
+                link = default
             if link is None:
                 self._unmatched[name] += 1
                 if record:
@@ -489,12 +495,19 @@ class Normalizer:
         return _Endpoint(None, text) if text else None
 
     def _orient(self, link: Link, src: _Endpoint, dst: _Endpoint) -> tuple[str, str, str, str] | None:
+        """The ends as anchor1 → anchor2, whichever way round they were given; None when they do
+        not fit (an end can be a node of a noun when it names one of its ids, and a reference
+        only to a node of its own table). Once per link-table row: the checks are written out."""
         a1, a2 = link.anchor1, link.anchor2
         ids1, ids2 = self.ids.get(a1, ()), self.ids.get(a2, ())
-        if _fits(src, a1, ids1) and _fits(dst, a2, ids2):
-            return a1, src.node_id or "", a2, dst.node_id or ""
-        if _fits(src, a2, ids2) and _fits(dst, a1, ids1):
-            return a1, dst.node_id or "", a2, src.node_id or ""
+        src_noun, src_id = src
+        dst_noun, dst_id = dst
+        src_fits1 = (src_noun is None or src_noun == a1) and src_id in ids1
+        if src_fits1 and (dst_noun is None or dst_noun == a2) and dst_id in ids2:
+            return a1, src_id or "", a2, dst_id or ""
+        src_fits2 = (src_noun is None or src_noun == a2) and src_id in ids2
+        if src_fits2 and (dst_noun is None or dst_noun == a1) and dst_id in ids1:
+            return a1, dst_id or "", a2, src_id or ""
         return None
 
     def foreign_key_edges(self) -> Iterator[EdgeRow]:
@@ -551,9 +564,10 @@ def _ref_display(ref: Ref, column: Column) -> Any:
 def _both_ways(
     link: Link, from_type: str, from_id: str, to_type: str, to_id: str, attributes: dict[str, Any]
 ) -> Iterator[EdgeRow]:
-    yield EdgeRow(link.sentence, from_type, from_id, to_type, to_id, attributes)
+    # `_new_edge` makes the named tuple without the Python-level `__new__` (one per staging edge).
+    yield _new_edge(EdgeRow, (link.sentence, from_type, from_id, to_type, to_id, attributes))
     if not link.has_direction and (from_type, from_id) != (to_type, to_id):
-        yield EdgeRow(link.sentence, to_type, to_id, from_type, from_id, attributes)
+        yield _new_edge(EdgeRow, (link.sentence, to_type, to_id, from_type, from_id, attributes))
 
 
 def note_missing_attribute_columns(report: SyncReport, plan: TablePlan) -> None:
