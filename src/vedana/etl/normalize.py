@@ -72,6 +72,7 @@ class EdgeRow(NamedTuple):
 
 
 _new_edge = tuple.__new__
+_NEVER_EMPTY = frozenset({int, float, bool})  # cast values `is_empty` need not look at
 
 
 class RowRecorder(Protocol):
@@ -397,7 +398,7 @@ class Normalizer:
                 stats.cells[f"{attr.name}: not a valid {attr.dtype or 'value'}"] += 1
                 self.events += 1
                 continue
-            if not is_empty(cast):
+            if cast.__class__ in _NEVER_EMPTY or not is_empty(cast):
                 out[attr.name] = cast
         return out
 
