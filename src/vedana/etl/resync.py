@@ -47,7 +47,7 @@ from vedana.etl.normalize import (
     TablePlan,
     _blank,
     _ForeignKey,
-    _id_text,
+    _row_node_id,
     label_text,
 )
 from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
@@ -584,7 +584,7 @@ def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Sca
     texts = list(scan.outcomes)
     for row_id, raw in scan.changed:
         cells = table.decode_some(raw, wanted)
-        node_id = next((t for t in (_id_text(cells.get(c)) for c in id_cols) if t), None)
+        node_id = _row_node_id(cells, id_cols)
         if node_id is None and not id_cols and not _blank(table.decode_raw(raw)):
             node_id = f"{noun}:{row_id}"
         now = f"{node_id}{_SEP}{label_text(cells, label_cols)}" if node_id is not None else ""
