@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from standins.loopback import LoopbackServer
+from standins.loopback import LoopbackServer, OpenAICompatible
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Script:
     requests: int = field(default=0, init=False)
 
 
-class InstantLLM:
+class InstantLLM(OpenAICompatible):
     """`with InstantLLM(script) as llm:` then point the settings at `llm.api_base` / `llm.model`."""
 
     model = "openai/instant"
@@ -42,17 +42,6 @@ class InstantLLM:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._http = LoopbackServer(self._handler(), name="instant-llm")
-
-    def __enter__(self) -> InstantLLM:
-        self._http.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._http.stop()
-
-    @property
-    def api_base(self) -> str:
-        return f"{self._http.url}/v1"
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """The completion for one request body."""

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from standins.loopback import LoopbackServer
+from standins.loopback import LoopbackServer, OpenAICompatible
 
 Reply = dict[str, Any]
 Script = Reply | Callable[[dict[str, Any]], Reply]
@@ -61,7 +61,7 @@ def _is_judge(body: dict[str, Any]) -> bool:
     return schema.get("name") == "verdict"
 
 
-class FakeLLM:
+class FakeLLM(OpenAICompatible):
     """Start with `with FakeLLM() as llm:`; script with `llm.filter.append(...)` / `llm.agent.append(...)`."""
 
     def __init__(self, measure: Callable[[Any], int] | None = None) -> None:
@@ -77,18 +77,7 @@ class FakeLLM:
         self._lock = threading.Lock()
         self._http = LoopbackServer(self._handler())
 
-    # -- lifecycle ---------------------------------------------------------------------------
-    def __enter__(self) -> FakeLLM:
-        self._http.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._http.stop()
-
-    @property
-    def api_base(self) -> str:
-        return f"{self._http.url}/v1"
-
+    # -- addressing (`with`, `api_base`: `OpenAICompatible`) ---------------------------------
     @staticmethod
     def model(name: str = "scripted") -> str:
         return f"openai/{name}"

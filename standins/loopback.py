@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
 
 
 class LoopbackServer:
@@ -25,3 +26,21 @@ class LoopbackServer:
         """`http://127.0.0.1:<port>`."""
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
+
+
+class OpenAICompatible:
+    """Base of the stand-ins for OpenAI-compatible APIs (the LLMs, the embeddings server): `with`
+    starts and stops the server in `_http`; `api_base` is its `/v1` root, as clients are given it."""
+
+    _http: LoopbackServer
+
+    def __enter__(self) -> Self:
+        self._http.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.stop()
+
+    @property
+    def api_base(self) -> str:
+        return f"{self._http.url}/v1"

@@ -15,11 +15,11 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from standins.loopback import LoopbackServer
+from standins.loopback import LoopbackServer, OpenAICompatible
 from vedana.embeddings.hashing import HashEmbedder
 
 
-class FakeEmbeddings:
+class FakeEmbeddings(OpenAICompatible):
     def __init__(self, default_dim: int = 24) -> None:
         self.default_dim = default_dim
         self.failures: deque[int] = deque()
@@ -27,17 +27,6 @@ class FakeEmbeddings:
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._http = LoopbackServer(self._handler())
-
-    def __enter__(self) -> FakeEmbeddings:
-        self._http.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._http.stop()
-
-    @property
-    def api_base(self) -> str:
-        return f"{self._http.url}/v1"
 
     def _answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self._lock:
