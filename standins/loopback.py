@@ -24,8 +24,7 @@ class LoopbackServer:
     @property
     def url(self) -> str:
         """`http://127.0.0.1:<port>`."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"
 
 
 class OpenAICompatible:
