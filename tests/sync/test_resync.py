@@ -445,3 +445,26 @@ def test_link_outcomes_packed_in_runs_are_the_outcomes(order: str, monkeypatch: 
     assert (table.packed is not None) == (order == "in order")
     assert got == [given.get(i, "").replace("␞", resync._SEP) for i in range(1, n + 1)]
     assert not recorder.sound  # five rows given of six: line digests cannot stand for rows
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_differing_positions_are_those_compared_one_by_one(seed: int) -> None:
+    """The chunked comparison finds exactly the positions an element-wise one finds, within any
+    range, with tables of unequal lengths and with changes at chunk edges."""
+    import random
+
+    from vedana.sources.base import differing
+
+    rng = random.Random(seed)
+    n = rng.choice([0, 1, 7, 8, 9, 63, 64, 65, 1000])
+    old = array("I", (rng.getrandbits(32) for _ in range(n)))
+    new = array("I", old)
+    for i in rng.sample(range(n), k=min(n, rng.choice([0, 1, 3, n // 5 + 1]))):
+        new[i] ^= 1 << rng.randrange(32)
+    if rng.random() < 0.5:
+        new.extend(rng.getrandbits(32) for _ in range(rng.randrange(1, 20)))  # rows added
+    start = rng.randrange(0, max(1, len(new)))
+    stop = rng.randrange(start, len(new) + 1)
+    expected = [i for i in range(start, min(stop, len(old))) if new[i] != old[i]]
+    assert differing(new, old, start, stop) == expected
+    assert differing(new, old) == [i for i in range(min(len(new), len(old))) if new[i] != old[i]]

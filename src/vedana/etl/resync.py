@@ -34,7 +34,6 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import compress
-from operator import ne
 from typing import TYPE_CHECKING, Any
 
 from vedana.etl.normalize import (
@@ -51,7 +50,7 @@ from vedana.etl.normalize import (
     label_text,
 )
 from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
-from vedana.sources.base import RawTable, RowDigests, row_digest
+from vedana.sources.base import RawTable, RowDigests, differing, row_digest
 from vedana.stores.sync_rows import pack_outcomes, unpack_outcomes
 
 if TYPE_CHECKING:
@@ -369,12 +368,13 @@ def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
     row by row only within blocks that differ."""
     low, high = bulk.low, bulk.high
     scan = _Scan(bulk.keys, low, high, list(old.outcomes))
-    everywhere = range(len(low))
-    # Compared element by element in C (no Python per row): the positions that differ.
-    differ = set(compress(everywhere, map(ne, low, old.low)))
-    differ.update(compress(everywhere, map(ne, high, old.high)))
+    kept = bulk.changed  # the rows whose digests differ, when the source compared on the way
+    if kept is not None:
+        differ = set(kept)
+    else:
+        differ = set(differing(low, old.low))
+        differ.update(differing(high, old.high))
     positions = sorted(differ)
-    kept = bulk.changed
     raws = [kept[i] for i in positions] if kept is not None else bulk.fetch(positions)
     for i, raw in zip(positions, raws, strict=True):
         key = bulk.keys[i]
@@ -598,9 +598,15 @@ def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Sca
             raise FullSync(f"{table.name}: ids or display values changed (references may resolve anew)")
         texts[scan.positions[row_id]] = before
     # Every row as it recorded itself: "±<id>␞<display values>␞<references>", "" if skipped.
-    keys = [k for k, t in zip(scan.keys, texts, strict=True) if t]
-    parts = [t[1:].split(_SEP, 2) for t in texts if t]
-    ids = [p[0] for p in parts]
+    # Ids, display values and references hold no separator (the recorder vouched for that), so
+    # every recorded row is three fields: all of them split at once, in C, then sliced.
+    keys = list(compress(scan.keys, texts))
+    joined = _SEP.join(filter(None, texts))
+    fields = joined.split(_SEP) if joined else []
+    if len(fields) != 3 * len(keys):
+        raise FullSync(f"{table.name}: the rows recorded by the last sync do not read back")
+    ids = [signed[1:] for signed in fields[0::3]]
+    shown = fields[1::3]
     normalizer.row_ids[noun].update(zip(keys, ids, strict=True))  # row keys are unique
     unique = set(ids)
     normalizer.ids[noun].update(unique)
@@ -608,7 +614,7 @@ def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Sca
         normalizer.repeated_ids[noun].update(i for i, n in Counter(ids).items() if n > 1)
     labels = normalizer.labels[noun]
     for c, col in enumerate(label_cols):
-        values = [p[1] for p in parts] if len(label_cols) == 1 else [p[1].split(_FIELD)[c] for p in parts]
+        values = shown if len(label_cols) == 1 else [v.split(_FIELD)[c] for v in shown]
         # The first row showing a value wins: later rows are written first, earlier ones over them.
         found = dict(zip(reversed(values), reversed(ids), strict=True))
         found.pop("", None)

@@ -167,6 +167,33 @@ class RowDigests:
     changed: dict[int, Any] | None = None  # position -> raw row, when asked with previous digests
 
 
+# Elements compared a chunk at a time: with a 1 % edit spread evenly, ~8 % of 8-element chunks
+# differ, so few elements are ever compared one by one.
+_CHUNK = 8
+
+
+def differing(new: array, old: array, start: int = 0, stop: int | None = None) -> list[int]:
+    """The positions in [start, stop) where two arrays of one type differ, ascending (positions
+    past the end of `old` are left out). Compared as bytes a chunk at a time (a memcmp), element
+    by element only within chunks that differ: a third of the time of an element-wise `map(ne)`
+    over a whole table's digests."""
+    stop = min(len(new) if stop is None else stop, len(old))
+    if start >= stop:
+        return []
+    size = new.itemsize
+    mine, theirs = new[start:stop].tobytes(), old[start:stop].tobytes()
+    if mine == theirs:
+        return []
+    found: list[int] = []
+    step = _CHUNK * size
+    for at in range(0, len(mine), step):
+        if mine[at : at + step] != theirs[at : at + step]:
+            first = start + at // size
+            last = min(first + _CHUNK, stop)
+            found.extend(i for i in range(first, last) if new[i] != old[i])
+    return found
+
+
 def row_digest(raw: Any) -> tuple[int, int]:
     """A 64-bit fingerprint of one row as read, as two 32-bit halves: equal rows, equal digests;
     what a re-sync compares to find the rows that changed. A CSV record's text is checksummed

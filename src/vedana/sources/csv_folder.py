@@ -14,13 +14,11 @@ import csv
 import zlib
 from array import array
 from collections.abc import Iterator
-from itertools import compress
-from operator import ne
 from pathlib import Path
 from typing import Any
 
 from vedana.errors import SourceError
-from vedana.sources.base import Column, RawTable, RowDigests, files_digest
+from vedana.sources.base import Column, RawTable, RowDigests, differing, files_digest
 from vedana.sources.cells import from_text
 from vedana.sources.csv_rows import csv_header, csv_records
 from vedana.sources.findings import SourceFindings
@@ -185,9 +183,8 @@ def _keep_changed(
     stop = start + len(lines)
     old_low, old_high = previous
     known = min(len(old_low), len(old_high))
-    here = range(start, min(stop, known))
-    differ = set(compress(here, map(ne, low[start:stop], old_low[start:stop])))
-    differ.update(compress(here, map(ne, high[start:stop], old_high[start:stop])))
+    differ = set(differing(low, old_low, start, stop))
+    differ.update(differing(high, old_high, start, stop))
     differ.update(range(max(start, known), stop))
     for i in differ:
         try:
