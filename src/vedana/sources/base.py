@@ -232,12 +232,12 @@ class Source(Protocol):
 
 def files_digest(paths: Iterable[Path]) -> str:
     """A digest of the files' names and bytes: equal digests, equal content. Hashing runs at
-    disk speed, far faster than parsing, so an unchanged folder or file is cheap to detect."""
-    digest = hashlib.blake2b(digest_size=20)
+    disk speed, far faster than parsing, so an unchanged folder or file is cheap to detect.
+    SHA-256, which the CPU computes itself (SHA extensions): twice blake2b's speed here, which
+    counts, as every sync (and every `check`) reads all the files this way first."""
+    digest = hashlib.sha256()
     for path in paths:
-        digest.update(path.name.encode() + b"\0")
         with path.open("rb") as handle:
-            while chunk := handle.read(1 << 20):
-                digest.update(chunk)
-        digest.update(b"\0")
+            content = hashlib.file_digest(handle, "sha256").digest()
+        digest.update(path.name.encode("utf-8", "surrogatepass") + b"\0" + content)
     return digest.hexdigest()
