@@ -24,6 +24,7 @@ from bench.generate import generate
 from support.sync_kb import blank_staging
 from vedana.config import Settings
 from vedana.etl.sync import SyncReport, sync
+from vedana.sources.base import row_digest
 from vedana.stores import tables as t
 
 Edit = Callable[[Path], None]
@@ -368,8 +369,8 @@ def test_a_grist_file_resyncs_the_same_way(
     ],
 )
 def test_line_checksums_equal_record_checksums(tmp_path: Path, text: str) -> None:
-    """A CSV file's records, read at once from its lines (checksums, and the changed lines kept
-    on the way), are the records the reader gives, in blocks of any size."""
+    """A CSV file's records, read at once from its lines (checksums, and any few of them read
+    again by offset), are the records the reader gives, in blocks of any size."""
     from vedana.sources import csv_folder
 
     (tmp_path / "T.csv").write_bytes(text.encode("utf-8"))
@@ -384,12 +385,12 @@ def test_line_checksums_equal_record_checksums(tmp_path: Path, text: str) -> Non
             assert list(bulk.keys) == [n for n, _ in rows]
             texts = bulk.fetch(list(range(len(bulk.keys))))
             assert [table.decode_raw(t) for t in texts] == [cells for _, cells in rows]
-            if rows:  # given the digests of before, the rows that differ come along
-                before = (array("I", bulk.low), array("I", bulk.high[:-1]))
-                before[0][0] ^= 1
-                again = table.digests(before)
-                assert again is not None
-                assert again.changed == {0: texts[0], len(rows) - 1: texts[-1]}
+            assert [row_digest(t) for t in texts] == list(zip(bulk.low, bulk.high, strict=True))
+            some = sorted({0, len(rows) // 2, len(rows) - 1}) if rows else []
+            assert bulk.fetch(some) == [texts[i] for i in some]  # by offset, the last one too
+            if len(some) > 1:
+                with pytest.raises(ValueError):
+                    bulk.fetch(some[::-1])
         finally:
             csv_folder._BLOCK = 1 << 22
 
@@ -468,3 +469,25 @@ def test_differing_positions_are_those_compared_one_by_one(seed: int) -> None:
     expected = [i for i in range(start, min(stop, len(old))) if new[i] != old[i]]
     assert differing(new, old, start, stop) == expected
     assert differing(new, old) == [i for i in range(min(len(new), len(old))) if new[i] != old[i]]
+
+
+def test_prefetched_digests_are_the_digests(tmp_path: Path) -> None:
+    """Digests hashed ahead on the source's own thread equal those hashed on demand, a file that
+    cannot give them (a NUL) gives none either way, and closing the source stops the thread."""
+    from vedana.sources.csv_folder import CsvFolderSource
+
+    (tmp_path / "A.csv").write_text("a_id,b\nx1,é\nx2,y\n", encoding="utf-8")
+    (tmp_path / "B.csv").write_bytes(b"b_id,c\nz1,\x00\n")
+    source = CsvFolderSource(tmp_path)
+    source.prefetch_digests()
+    try:
+        a, b = source.table("A"), source.table("B")
+        assert a is not None and b is not None
+        ahead, again = a.digests(), a.digests()  # the second is hashed anew
+        assert ahead is not None and again is not None and ahead is not again
+        assert (ahead.keys, ahead.low, ahead.high) == (again.keys, again.low, again.high)
+        assert ahead.fetch([0, 1]) == ["x1,é\n", "x2,y\n"]
+        assert b.digests() is None
+    finally:
+        source.close()
+    assert source._pool is None

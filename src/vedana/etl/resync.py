@@ -357,7 +357,7 @@ class _Scan:
 
 def _scan(table: RawTable, old: TableRows) -> _Scan:
     """Every row's digest against the kept one: which rows are new, changed or gone."""
-    bulk = table.digests((old.low, old.high))
+    bulk = table.digests()
     if bulk is not None and bulk.keys == old.keys:
         return _scan_in_place(bulk, old)
     return _scan_rows(table, old, bulk)
@@ -368,14 +368,10 @@ def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
     row by row only within blocks that differ."""
     low, high = bulk.low, bulk.high
     scan = _Scan(bulk.keys, low, high, list(old.outcomes))
-    kept = bulk.changed  # the rows whose digests differ, when the source compared on the way
-    if kept is not None:
-        differ = set(kept)
-    else:
-        differ = set(differing(low, old.low))
-        differ.update(differing(high, old.high))
+    differ = set(differing(low, old.low))
+    differ.update(differing(high, old.high))
     positions = sorted(differ)
-    raws = [kept[i] for i in positions] if kept is not None else bulk.fetch(positions)
+    raws = bulk.fetch(positions)
     for i, raw in zip(positions, raws, strict=True):
         key = bulk.keys[i]
         scan.stale.append(i)

@@ -124,6 +124,11 @@ def sync(
                         progress("fetch from Grist", 0, None)
                         rows_source, fetch = refresh_mirror(engine, data_source, full=full)
                         report.grist_fetch = fetch
+                    # A re-sync starts by checksumming every row: a source that can do that on
+                    # its own thread starts now, while the sync reads what it needs from Postgres.
+                    prefetch = getattr(rows_source, "prefetch_digests", None)
+                    if prefetch is not None and not full:
+                        prefetch()
                     with engine.begin() as conn:
                         _sync_into(conn, model_source, rows_source, report, progress, full=full)
                         # What a source could not carry (the CSV export's lost columns), said once.

@@ -138,12 +138,11 @@ class RawTable:
             return self.decode_columns(raw, names)
         return self.decode_raw(raw)
 
-    def digests(self, previous: tuple[array, array] | None = None) -> RowDigests | None:
-        """`RowDigests` of every row, when the table gives them at once (else None); with the
-        previous digests (two halves), also the rows whose digests differ, read on the way."""
+    def digests(self) -> RowDigests | None:
+        """`RowDigests` of every row, when the table gives them at once (else None)."""
         if self._digests is None:
             return None
-        return self._digests(previous)
+        return self._digests()
 
     def column(self, name: str) -> Column | None:
         """The column by exact id, else case-insensitively (Grist column ids are unique
@@ -164,7 +163,6 @@ class RowDigests:
     low: array
     high: array
     fetch: Callable[[list[int]], list[Any]]
-    changed: dict[int, Any] | None = None  # position -> raw row, when asked with previous digests
 
 
 # Elements compared a chunk at a time: with a 1 % edit spread evenly, ~8 % of 8-element chunks

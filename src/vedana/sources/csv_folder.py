@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import codecs
 import csv
+import os
 import zlib
 from array import array
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from vedana.errors import SourceError
-from vedana.sources.base import Column, RawTable, RowDigests, differing, files_digest
+from vedana.sources.base import Column, RawTable, RowDigests, files_digest
 from vedana.sources.cells import from_text
 from vedana.sources.csv_rows import csv_header, csv_records
 from vedana.sources.findings import SourceFindings
@@ -33,6 +36,22 @@ class CsvFolderSource:
             raise SourceError(f"no such folder: {self.folder}; check the path")
         self._files = {p.stem: p for p in sorted(self.folder.glob("*.csv")) if p.is_file()}
         self.findings = SourceFindings()
+        self._pool: ThreadPoolExecutor | None = None
+        self._digesting: dict[Path, Future[RowDigests | None]] = {}
+
+    def prefetch_digests(self) -> None:
+        """Start checksumming every file's lines in a thread of its own, for the re-sync about to
+        ask (`RawTable.digests`): meanwhile the sync talks to Postgres (the data model, the rows
+        kept from the last sync), so the waits on it overlap the hashing."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vedana-digests")
+            self._digesting = {p: self._pool.submit(line_digests, p) for p in self._files.values()}
+
+    def _digests_of(self, path: Path) -> RowDigests | None:
+        # Each prefetched result serves one asker (a caller may change the arrays); later ones
+        # hash again.
+        started = self._digesting.pop(path, None)
+        return started.result() if started is not None else line_digests(path)
 
     def describe(self) -> str:
         return f"CSV folder {self.folder}"
@@ -110,34 +129,37 @@ class CsvFolderSource:
             _rows=rows,
             decode=decode,
             decode_columns=decode_columns,
-            _digests=lambda previous=None: line_digests(path, previous),
+            _digests=lambda: self._digests_of(path),
         )
 
     def state(self) -> str | None:
         return files_digest(self._files.values())
 
     def close(self) -> None:
-        pass
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool, self._digesting = None, {}
 
 
 _BLOCK = 1 << 22
 
 
-def line_digests(path: Path, previous: tuple[array, array] | None = None) -> RowDigests | None:
+def line_digests(path: Path) -> RowDigests | None:
     """Every line's digest straight from the file's bytes (no lone carriage return, no NUL),
     standing for its record: a sync that read the whole file found each line to be one record
     (`etl/resync.py` trusts the digests only then), and a changed line is parsed on its own, so
-    a quoted field opened on it and closed on the next is found malformed: checksums over lines run in C, with no per-row
-    Python, so a re-sync of a big file costs little more than reading it. Read a block at a
-    time, so memory stays flat however big the file. With the `previous` digests, the records
-    whose digests differ are kept on the way (`RowDigests.changed`). None otherwise."""
-    low, high = array("I"), array("I")
-    changed: dict[int, str] | None = {} if previous is not None else None
+    a quoted field opened on it and closed on the next is found malformed. Checksums over lines
+    run in C, with no per-row Python, so a re-sync of a big file costs little more than reading
+    it. Read a block at a time, so memory stays flat however big the file; each line's length is
+    kept, so the few lines a re-sync wants are read again by offset. None otherwise."""
+    low, high, sizes = array("I"), array("I"), array("I")
     header = True
+    first = 0  # byte offset of the first record: past the BOM and the header line
+    open_last = False  # the last line has no line break
     with path.open("rb") as handle:
         carry = handle.read(len(codecs.BOM_UTF8))
         if carry == codecs.BOM_UTF8:
-            carry = b""
+            carry, first = b"", len(codecs.BOM_UTF8)
         while True:
             block = handle.read(_BLOCK)
             data = carry + block
@@ -151,69 +173,39 @@ def line_digests(path: Path, previous: tuple[array, array] | None = None) -> Row
             if not block and lines and lines[-1] == b"":
                 lines.pop()
             if header and lines:
+                first += len(lines[0]) + 1
                 del lines[0]
                 header = False
-            start = len(low)
             low.extend(map(zlib.crc32, lines))
             high.extend(map(zlib.adler32, lines))
-            if changed is not None and previous is not None:
-                _keep_changed(changed, lines, start, low, high, previous, "\n" if block else "", path)
+            sizes.extend(map(len, lines))
             if not block:
+                open_last = bool(lines)  # what followed the last line break
                 break
     return RowDigests(
         keys=array("q", range(1, len(low) + 1)),
         low=low,
         high=high,
-        fetch=lambda positions: _records_at(path, positions),
-        changed=changed,
+        fetch=lambda positions: _records_at(path, positions, first, sizes, open_last),
     )
 
 
-def _keep_changed(
-    changed: dict[int, str],
-    lines: list[bytes],
-    start: int,
-    low: array,
-    high: array,
-    previous: tuple[array, array],
-    end: str,
-    path: Path,
-) -> None:
-    """The lines of this block whose digests differ from the previous ones (or are new)."""
-    stop = start + len(lines)
-    old_low, old_high = previous
-    known = min(len(old_low), len(old_high))
-    differ = set(differing(low, old_low, start, stop))
-    differ.update(differing(high, old_high, start, stop))
-    differ.update(range(max(start, known), stop))
-    for i in differ:
-        try:
-            changed[i] = lines[i - start].decode("utf-8") + end
-        except UnicodeDecodeError:
-            raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
-
-
-def _records_at(path: Path, positions: list[int]) -> list[str]:
+def _records_at(path: Path, positions: list[int], first: int, sizes: array, open_last: bool) -> list[str]:
     """The records at these 0-based positions (ascending), as text, read again from the file
-    (whose lines are its records, as `line_digests` found)."""
+    at their offsets (its lines are its records, of these lengths, as `line_digests` found)."""
+    if any(a > b for a, b in pairwise(positions)):
+        raise ValueError("positions must ascend")
     found: list[str] = []
-    wanted = iter(p + 1 for p in positions)  # line numbers; line 0 is the header
-    target = next(wanted, None)
-    first = 0  # line number of the first line in `lines`
+    last = len(sizes) - 1
     with path.open("rb") as handle:
-        carry = b""
-        while target is not None:
-            block = handle.read(_BLOCK)
-            lines = (carry + block).split(b"\n")
-            carry = lines.pop() if block else b""
-            end = "\n" if block else ""  # the file's last line may have no line break
-            while target is not None and target < first + len(lines):
-                try:
-                    found.append(lines[target - first].decode("utf-8") + end)
-                except UnicodeDecodeError:
-                    raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
-                target = next(wanted, None)
-            first += len(lines)
-            if not block:
-                break
+        at, done = first, 0  # the byte offset of line `done`
+        for position in positions:
+            at += sum(sizes[done:position]) + (position - done)  # each line and its line break
+            done = position
+            line = os.pread(handle.fileno(), sizes[position], at)
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
+            found.append(text if open_last and position == last else text + "\n")
     return found
