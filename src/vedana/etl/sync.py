@@ -91,6 +91,7 @@ def sync(
     from vedana.stores.postgres import get_engine
     from vedana.stores.run_log import record_run
     from vedana.stores.staging import writer_lock
+    from vedana.stores.sync_rows import rows_kept_for
 
     progress = on_progress or _no_progress
     sources: list[Source] = []
@@ -115,6 +116,7 @@ def sync(
                 states = _current_states(model_source, data_source)
                 with engine.connect() as conn:
                     unchanged = not full and _unchanged_since_last_sync(conn, states, data_model_only)
+                    rows_kept = data_source is not None and rows_kept_for(conn, data_source.describe())
                 if unchanged:
                     report.unchanged_early = True
                     run.status = "unchanged"
@@ -126,8 +128,10 @@ def sync(
                         report.grist_fetch = fetch
                     # A re-sync starts by checksumming every row: a source that can do that on
                     # its own thread starts now, while the sync reads what it needs from Postgres.
+                    # Not for a first sync: its reading hashes each file as it goes, and holding
+                    # every file's digests at once from the start would raise its peak memory.
                     prefetch = getattr(rows_source, "prefetch_digests", None)
-                    if prefetch is not None and not full:
+                    if prefetch is not None and not full and rows_kept:
                         prefetch()
                     with engine.begin() as conn:
                         _sync_into(conn, model_source, rows_source, report, progress, full=full)

@@ -52,6 +52,14 @@ def unpack_outcomes(packed: str) -> list[str]:
 _PATCH_SHARE = 8
 
 
+def rows_kept_for(conn: Connection, source: str) -> bool:
+    """Whether the last data sync kept its rows, and of this source (a re-sync can use them)."""
+    from vedana.stores.staging import get_state
+
+    summary = get_state(conn, STATE_KEY)
+    return bool(summary) and summary.get("source") == source
+
+
 def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dict[str, TableRows]]:
     """The stored summary and rows of `source`, or (None, {}) when none are kept for it."""
     from vedana.stores.staging import get_state
