@@ -419,8 +419,33 @@ def test_kept_rows_survive_the_store_whole(pg_engine: Engine, monkeypatch: pytes
         and list(got.low) == list(rows.low)
         and list(got.high) == list(rows.high)
     )
-    assert got.outcomes == outcomes
-    assert list(stored["Link_b"].keys) == [] and stored["Link_b"].outcomes == []
+    assert list(got.outcomes) == outcomes
+    assert [got.outcomes[i] for i in reversed(range(n))] == outcomes[::-1]  # runs unpacked on demand
+    assert list(stored["Link_b"].keys) == [] and list(stored["Link_b"].outcomes) == []
+
+
+@pytest.mark.parametrize("runs", [["a\x1db\x1dc", "d", "\x1de"], [""], ["x"], []])
+def test_packed_outcomes_read_like_their_list(runs: list[str]) -> None:
+    """Outcomes held as packed runs (of any lengths, empty outcomes among them) read, change,
+    copy and pack again exactly as the list of them would."""
+    from vedana.stores.sync_rows import _RUN_SEPARATOR, PackedOutcomes
+
+    plain = [o for run in runs for o in run.split("\x1d")]
+    kept = PackedOutcomes.stored(_RUN_SEPARATOR.join(runs), len(plain))
+    assert len(kept) == len(plain) and list(kept) == plain
+    assert [kept[i] for i in reversed(range(len(plain)))] == plain[::-1]
+    with pytest.raises(IndexError):
+        kept[len(plain)]
+    if not plain:
+        return
+    other = kept.copy()
+    other[len(plain) - 1] = "changed"
+    plain_other = [*plain[:-1], "changed"]
+    assert list(other) == plain_other and list(kept) == plain  # the original stays as it was
+    assert [o for run in other.packed_runs() for o in run.split("\x1d")] == plain_other
+    # Runs no row of which was set go out as stored, not unpacked and packed again.
+    same = [a is b for a, b in zip(other.packed_runs(), kept.packed_runs(), strict=True)]
+    assert same == [True] * (len(runs) - 1) + [False]
 
 
 @pytest.mark.parametrize("order", ["in order", "out of order"])

@@ -51,7 +51,7 @@ from vedana.etl.normalize import (
 )
 from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
 from vedana.sources.base import RawTable, RowDigests, differing, row_digest
-from vedana.stores.sync_rows import pack_outcomes, unpack_outcomes
+from vedana.stores.sync_rows import PackedOutcomes, pack_outcomes, unpack_outcomes
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -346,7 +346,8 @@ class _Scan:
     keys: array
     low: array
     high: array
-    outcomes: list[str]  # the old outcome of an unchanged row, "" for the others (filled later)
+    # The old outcome of an unchanged row, "" for the others (filled later).
+    outcomes: list[str] | PackedOutcomes
     changed: list[tuple[int, Any]] = field(default_factory=list)  # (row_id, raw), source order
     positions: dict[int, int] = field(default_factory=dict)  # changed row_id -> new position
     stale: list[int] = field(default_factory=list)  # old positions of changed rows
@@ -367,7 +368,8 @@ def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
     """The same row keys in the same order (the usual edit): compare digests a block at a time,
     row by row only within blocks that differ."""
     low, high = bulk.low, bulk.high
-    scan = _Scan(bulk.keys, low, high, list(old.outcomes))
+    kept = old.outcomes
+    scan = _Scan(bulk.keys, low, high, kept.copy() if isinstance(kept, PackedOutcomes) else list(kept))
     differ = set(differing(low, old.low))
     differ.update(differing(high, old.high))
     positions = sorted(differ)
@@ -387,7 +389,8 @@ def _scan_rows(table: RawTable, old: TableRows, bulk: RowDigests | None) -> _Sca
     at = {k: i for i, k in enumerate(old.keys)}
     if len(at) != len(old.keys):
         raise FullSync(f"{table.name}: row keys repeat")
-    scan = _Scan(array("q"), array("I"), array("I"), [])
+    outcomes: list[str] = []  # one per row here: the rows are in another order than stored
+    scan = _Scan(array("q"), array("I"), array("I"), outcomes)
     seen = bytearray(len(old.keys))
     wanted: list[int] = []  # positions of changed rows whose raw text is still to be fetched
 
@@ -401,12 +404,12 @@ def _scan_rows(table: RawTable, old: TableRows, bulk: RowDigests | None) -> _Sca
                 raise FullSync(f"{table.name} gives row {row_id} twice")
             seen[j] = 1
             if low == old.low[j] and high == old.high[j]:
-                scan.outcomes.append(old.outcomes[j])
+                outcomes.append(old.outcomes[j])
                 return
             scan.stale.append(j)
             scan.was[row_id] = j
         scan.positions[row_id] = i
-        scan.outcomes.append("")
+        outcomes.append("")
         scan.changed.append((row_id, raw))
         if raw is None:
             wanted.append(len(scan.changed) - 1)
