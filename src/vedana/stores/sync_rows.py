@@ -26,6 +26,7 @@ _ROW_SEPARATOR = "\x1d"
 # and unpack one when a row of it is read. Rows stored before it came are one run. Outcomes are
 # printable (the recorder vouches), so neither separator can occur inside one.
 _RUN_SEPARATOR = "\x1a"
+_RUN_ROWS = 4096  # the most rows a run packed here holds
 
 
 class PackedOutcomes:
@@ -45,7 +46,10 @@ class PackedOutcomes:
     def stored(cls, text: str, rows: int) -> PackedOutcomes:
         """The outcomes field as stored for `rows` rows: runs joined by the run separator (a
         single row's empty outcome is an empty field too, so the count decides)."""
-        runs = text.split(_RUN_SEPARATOR) if rows else []
+        return cls.runs_of(text.split(_RUN_SEPARATOR) if rows else [])
+
+    @classmethod
+    def runs_of(cls, runs: list[str]) -> PackedOutcomes:
         starts, count = array("q"), 0
         for run in runs:
             starts.append(count)
@@ -95,7 +99,9 @@ class PackedOutcomes:
             while k < len(changed) and changed[k] < end:
                 rows[changed[k] - start] = self._set[changed[k]]
                 k += 1
-            yield pack_outcomes(rows)
+            # Cut to runs of the usual size (rows kept before runs were stored whole are one run).
+            for i in range(0, len(rows), _RUN_ROWS):
+                yield pack_outcomes(rows[i : i + _RUN_ROWS])
 
 
 @dataclass
@@ -147,16 +153,15 @@ def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dic
     assert driver is not None
     with driver.cursor(binary=True) as cursor:
         found = cursor.execute(
-            "SELECT table_name, row_keys, digests, outcomes, patch FROM sync_rows WHERE source = %s",
-            (source,),
+            "SELECT table_name, row_keys, digests, patch FROM sync_rows WHERE source = %s", (source,)
         ).fetchall()
-    for name, keys, digests, outcomes, patch in found:
+    for name, keys, digests, patch in found:
         packed = array("q")
         packed.frombytes(bytes(keys))
         halves = array("I")
         halves.frombytes(bytes(digests))
         n = len(packed)
-        kept = PackedOutcomes.stored(outcomes, n)
+        kept = _stored_outcomes(driver, source, name, n)
         if len(kept) != n:  # not what this code stores: a re-sync cannot build on it
             return None, {}
         rows = TableRows(packed, halves[:n], halves[n:], kept)
@@ -167,6 +172,24 @@ def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dic
             rows.patched.add(position)
         tables[name] = rows
     return summary, tables
+
+
+def _stored_outcomes(driver: Any, source: str, table: str, rows: int) -> PackedOutcomes:
+    """A table's stored outcomes, its packed runs split apart by Postgres and fetched a few at a
+    time: the field whole (~50 MB at 1M rows), then its runs, then libpq's copy of it, all at
+    once, had put ~150 MB on a re-sync's peak."""
+    if not rows:
+        return PackedOutcomes([], array("q"), 0)
+    runs: list[str] = []
+    with driver.cursor(name="vedana_kept_outcomes", binary=True) as cursor:
+        cursor.itersize = 16
+        cursor.execute(
+            "SELECT run FROM sync_rows, unnest(string_to_array(outcomes, %s)) WITH ORDINALITY AS r(run, k)"
+            " WHERE source = %s AND table_name = %s ORDER BY k",
+            (_RUN_SEPARATOR, source, table),
+        )
+        runs.extend(run for (run,) in cursor)
+    return PackedOutcomes.runs_of(runs or [""])
 
 
 def save_rows(conn: Connection, source: str, summary: dict[str, Any], tables: dict[str, TableRows]) -> None:
