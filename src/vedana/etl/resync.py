@@ -33,7 +33,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, islice
 from typing import TYPE_CHECKING, Any
 
 from vedana.etl.normalize import (
@@ -580,7 +580,8 @@ def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Sca
     for j in scan.removed:
         if old.outcomes[j]:
             raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
-    texts = list(scan.outcomes)
+    recorded = scan.outcomes
+    texts = recorded.copy() if isinstance(recorded, PackedOutcomes) else list(recorded)
     for row_id, raw in scan.changed:
         cells = table.decode_some(raw, wanted)
         node_id = _row_node_id(cells, id_cols)
@@ -598,14 +599,20 @@ def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Sca
         texts[scan.positions[row_id]] = before
     # Every row as it recorded itself: "±<id>␞<display values>␞<references>", "" if skipped.
     # Ids, display values and references hold no separator (the recorder vouched for that), so
-    # every recorded row is three fields: all of them split at once, in C, then sliced.
-    keys = list(compress(scan.keys, texts))
-    joined = _SEP.join(filter(None, texts))
-    fields = joined.split(_SEP) if joined else []
-    if len(fields) != 3 * len(keys):
-        raise FullSync(f"{table.name}: the rows recorded by the last sync do not read back")
-    ids = [signed[1:] for signed in fields[0::3]]
-    shown = fields[1::3]
+    # every recorded row is three fields: a slice of rows at a time (memory), split at once in C.
+    keys: list[int] = []
+    ids: list[str] = []
+    shown: list[str] = []
+    everything = iter(texts)
+    for start in range(0, len(scan.keys), _RUN):
+        some = list(islice(everything, _RUN))
+        joined = _SEP.join(filter(None, some))
+        fields = joined.split(_SEP) if joined else []
+        keys += compress(scan.keys[start : start + _RUN], some)
+        if len(fields) != 3 * (len(keys) - len(ids)):
+            raise FullSync(f"{table.name}: the rows recorded by the last sync do not read back")
+        ids += [signed[1:] for signed in fields[0::3]]
+        shown += fields[1::3]
     normalizer.row_ids[noun].update(zip(keys, ids, strict=True))  # row keys are unique
     unique = set(ids)
     normalizer.ids[noun].update(unique)
