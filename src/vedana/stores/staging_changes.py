@@ -90,75 +90,125 @@ _VALUE = {
 _CURSOR = "vedana_graph_load"
 
 
-def node_batches(conn: Connection, rows: VersionRange, size: int) -> Iterator[ChangeBatch]:
-    """Node rows in `rows`, by type then tombstone flag, `size` at a time. A node's own `id`
-    attribute is left out (the node id is its `id`)."""
-    return _batches(conn, "nodes", rows, size)
+@dataclass(frozen=True)
+class StagedGroup:
+    """The staging rows of one group in a range: `names` as in `ChangeBatch`, how many rows, and
+    (live rows only) the attribute keys they hold, sorted, with what each key's values are
+    (`kinds`: "str", "int", "bool" or "json", as `_kinds` says)."""
+
+    names: tuple[str, ...]
+    deleted: bool
+    count: int
+    keys: list[str]
+    kinds: list[str]
 
 
-def edge_batches(conn: Connection, rows: VersionRange, size: int) -> Iterator[ChangeBatch]:
-    """Edge rows in `rows`, by label, endpoint types, then tombstone flag, `size` at a time."""
-    return _batches(conn, "edges", rows, size)
-
-
-def _batches(conn: Connection, table: str, rows: VersionRange, size: int) -> Iterator[ChangeBatch]:
-    """Each group's rows come from one query, a column per attribute key: the group's keys and
-    what their values are (`_kinds`) are asked first, then a server-side cursor hands the rows
-    over `size` at a time, as tuples the driver builds in C, in no particular order (the loads
-    need none; sorting text ids cost more than the rest of the read)."""
-    group_cols, id_cols = _GROUPS[table]
+def staged_groups(conn: Connection, table: str, rows: VersionRange) -> list[StagedGroup]:
+    """Every group ("nodes": by type; "edges": by label and endpoint types; then by tombstone
+    flag) of `table`'s rows in `rows`, in that order, in two scans of the table whatever the
+    number of groups: the keys of all its live rows, then per group the count and a code per key
+    (`_kind_code`). A scan per group and pass cost more than the rest of a full load's read: each
+    reads the whole table, as a group is too large a share of it for an index to pay off."""
+    group_cols, _ = _GROUPS[table]
     grouped = ", ".join(group_cols)
     # Each pass is a short scan that Postgres would share out among parallel workers; with the
     # graph and Python busy on the same cores, starting them cost more CPU than they saved
     # (0.65 -> 0.54 Postgres CPU-s for 194k rows). For the rest of this transaction only.
     conn.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")
-    groups = conn.exec_driver_sql(
-        f"SELECT {grouped}, deleted FROM {table} WHERE {rows.where()} "
-        f"GROUP BY {grouped}, deleted ORDER BY {grouped}, deleted",
+    found = _rows(
+        conn,
+        f"SELECT DISTINCT jsonb_object_keys(attributes) FROM {table} WHERE {rows.where()} AND NOT deleted",
         rows.params(),
-    ).all()
-    for *names, deleted in groups:
-        params: dict[str, Any] = {**rows.params(), "deleted": deleted}
-        params.update({f"g{i}": name for i, name in enumerate(names)})
+    )
+    keys = sorted(key for (key,) in found if not (table == "nodes" and key == "id"))
+    params: dict[str, Any] = {**rows.params(), **{f"k{i}": key for i, key in enumerate(keys)}}
+    codes = "".join(f", bit_or({_kind_code(i)}) FILTER (WHERE NOT deleted)" for i in range(len(keys)))
+    groups = []
+    width = len(group_cols)
+    for row in _rows(
+        conn,
+        f"SELECT {grouped}, deleted, count(*){codes} FROM {table} WHERE {rows.where()} "
+        f"GROUP BY {grouped}, deleted ORDER BY {grouped}, deleted",
+        params,
+    ):
+        names, (deleted, count), per_key = row[:width], row[width : width + 2], row[width + 2 :]
+        held = (
+            []
+            if deleted
+            else [(key, code) for key, code in zip(keys, per_key, strict=True) if code is not None]
+        )
+        groups.append(
+            StagedGroup(
+                tuple(names),
+                bool(deleted),
+                int(count),
+                [key for key, _ in held],
+                [
+                    _KIND_BITS.get(code & ~_NULL_BIT, "json") if code & ~_NULL_BIT else "str"
+                    for _, code in held
+                ],
+            )
+        )
+    return groups
+
+
+def node_batches(
+    conn: Connection, rows: VersionRange, size: int, groups: list[StagedGroup] | None = None
+) -> Iterator[ChangeBatch]:
+    """Node rows in `rows`, by type then tombstone flag, `size` at a time. A node's own `id`
+    attribute is left out (the node id is its `id`). `groups`: `staged_groups`' answer, when
+    the caller has it already."""
+    return _batches(conn, "nodes", rows, size, groups)
+
+
+def edge_batches(
+    conn: Connection, rows: VersionRange, size: int, groups: list[StagedGroup] | None = None
+) -> Iterator[ChangeBatch]:
+    """Edge rows in `rows`, by label, endpoint types, then tombstone flag, `size` at a time."""
+    return _batches(conn, "edges", rows, size, groups)
+
+
+def _batches(
+    conn: Connection, table: str, rows: VersionRange, size: int, groups: list[StagedGroup] | None
+) -> Iterator[ChangeBatch]:
+    """Each group's rows come from one query, a column per attribute key taken out of the jsonb
+    as `staged_groups` found its values to be: a server-side cursor hands the rows over `size`
+    at a time, as tuples the driver builds in C, in no particular order (the loads need none;
+    sorting text ids cost more than the rest of the read)."""
+    group_cols, id_cols = _GROUPS[table]
+    if groups is None:
+        groups = staged_groups(conn, table, rows)
+    for group in groups:
+        params: dict[str, Any] = {**rows.params(), "deleted": group.deleted}
+        params.update({f"g{i}": name for i, name in enumerate(group.names)})
+        params.update({f"k{i}": key for i, key in enumerate(group.keys)})
         same_group = " AND ".join(f"{col} = %(g{i})s" for i, col in enumerate(group_cols))
         where = f"{rows.where()} AND {same_group} AND deleted = %(deleted)s"
-        keys: list[str] = []
-        kinds: list[str] = []
-        if not deleted:
-            found = _rows(
-                conn, f"SELECT DISTINCT jsonb_object_keys(attributes) FROM {table} WHERE {where}", params
-            )
-            keys = [key for (key,) in found if not (table == "nodes" and key == "id")]
-            keys.sort()
-            params.update({f"k{i}": key for i, key in enumerate(keys)})
-            kinds = _kinds(conn, table, where, params, len(keys))
-        columns = [*id_cols, *(_VALUE[kind].format(i=i) for i, kind in enumerate(kinds))]
-        plain = "json" not in kinds
+        columns = [*id_cols, *(_VALUE[kind].format(i=i) for i, kind in enumerate(group.kinds))]
+        plain = "json" not in group.kinds
         sql = f"SELECT {', '.join(columns)} FROM {table} WHERE {where}"
         for batch in _fetch(conn, sql, params, size):
-            yield ChangeBatch(tuple(names), bool(deleted), keys, batch, plain)
+            yield ChangeBatch(group.names, group.deleted, group.keys, batch, plain)
 
 
 _KIND_BITS = {1: "str", 2: "bool", 4: "int"}  # the one kind a key's values have, else "json"
+_NULL_BIT = 32  # a JSON null: the key is there (a missing key gives SQL NULL, which bit_or skips)
 
 
-def _kinds(conn: Connection, table: str, where: str, params: dict[str, Any], count: int) -> list[str]:
-    """For keys `%(k0)s` ... of the rows `where` says: "str", "int" (every number whole and within
-    64 bits), "bool" when every value is one of those or null, else "json"; in one pass, a bit
-    per kind of value OR-ed together per key (cheaper than a test per kind)."""
-    if not count:
-        return []
-    codes = []
-    for i in range(count):
-        value = f"(attributes->%(k{i})s)"
-        codes.append(
-            f"bit_or(CASE coalesce(jsonb_typeof({value}), 'null') WHEN 'string' THEN 1 WHEN 'boolean' THEN 2 "
-            f"WHEN 'number' THEN CASE WHEN scale({value}::numeric) = 0 AND {value}::numeric "
-            f"BETWEEN -9223372036854775808 AND 9223372036854775807 THEN 4 ELSE 8 END "
-            f"WHEN 'null' THEN 0 ELSE 16 END)"
-        )
-    [found] = _rows(conn, f"SELECT {', '.join(codes)} FROM {table} WHERE {where}", params)
-    return [_KIND_BITS.get(code, "json") if code else "str" for code in found]
+def _kind_code(i: int) -> str:
+    """A code per value of key `%(k{i})s`, OR-ed together over a group by `staged_groups`: one
+    bit per kind of value ("int": every number whole and within 64 bits), so one pass tells
+    whether all the values are of one kind (cheaper than a test per kind); NULL where the row has
+    no such key, so a group holds the key when the OR is not NULL. A number is tested on its text
+    (numeric's text has no exponent): no point and under 19 characters is whole and within 64
+    bits; only a longer one is compared as a `numeric`, which extracts the value twice more."""
+    value, text = f"(attributes->%(k{i})s)", f"(attributes->>%(k{i})s)"
+    return (
+        f"CASE jsonb_typeof({value}) WHEN 'string' THEN 1 WHEN 'boolean' THEN 2 "
+        f"WHEN 'number' THEN CASE WHEN strpos({text}, '.') > 0 THEN 8 WHEN length({text}) < 19 THEN 4 "
+        f"WHEN {text}::numeric BETWEEN -9223372036854775808 AND 9223372036854775807 THEN 4 ELSE 8 END "
+        f"WHEN 'null' THEN {_NULL_BIT} WHEN 'object' THEN 16 WHEN 'array' THEN 16 END"
+    )
 
 
 def _rows(conn: Connection, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
