@@ -9,11 +9,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine
 
 from support.staging_rows import put_edge, put_node, reset_staging
 from vedana.stores.index_state import staging_version
-from vedana.stores.staging_changes import ChangeBatch, VersionRange, edge_batches, node_batches, staged_groups
+from vedana.stores.staging_changes import (
+    ChangeBatch,
+    GroupsAside,
+    VersionRange,
+    edge_batches,
+    node_batches,
+    staged_groups,
+)
 
 # Per node type, the attributes of its rows: each type mixes missing keys, nulls and one kind
 # of value per key, or (the "mixed" type) kinds no single column type can hold.
@@ -144,3 +152,25 @@ def test_each_group_gets_only_its_own_keys_and_their_kinds(pg_engine: Engine) ->
     assert values["b:0"] == {"n": 2**63, "t": "\\ \t\n ☃", "w": 10**18}
     assert values["c:0"] == {"n": -(2**63) - 1, "w": -(10**17)}
     assert values["a:gone"] == {}
+
+
+def test_groups_asked_aside_are_the_same_and_their_errors_reach_the_caller(pg_engine: Engine) -> None:
+    """`GroupsAside` asks on a connection of its own, in a thread: the same answer as asking on
+    the caller's connection, and a failure there is raised where the answer is wanted."""
+    reset_staging(pg_engine)
+    with pg_engine.begin() as conn:
+        put_edge(conn, "LINKS", "a", "a:0", "b", "b:0", {"w": 1, "s": "x"})
+        put_edge(conn, "LINKS", "a", "a:1", "b", "b:0", {"w": 1.5})
+        put_edge(conn, "OTHER", "b", "b:0", "a", "a:0", {}, deleted=True)
+
+    with pg_engine.connect() as conn:
+        rows = VersionRange(0, staging_version(conn))
+        aside = GroupsAside(conn, "edges", rows)
+        assert aside.result() == staged_groups(conn, "edges", rows)
+        assert [(g.names, g.deleted, g.keys) for g in aside.result()] == [
+            (("LINKS", "a", "b"), False, ["s", "w"]),
+            (("OTHER", "b", "a"), True, []),
+        ]
+        broken = GroupsAside(conn, "no such table", rows)
+        with pytest.raises(KeyError):
+            broken.result()

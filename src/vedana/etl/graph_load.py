@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from vedana.datamodel.names import graph_name_problem
 from vedana.errors import CypherError, SourceError
 from vedana.stores.staging_changes import (
+    GroupsAside,
     VersionRange,
     changed_counts,
     changed_types,
@@ -284,7 +285,18 @@ def rebuild_graph(
 
 def graph_writes(conn: Connection, rows: VersionRange, batch_size: int) -> Iterator[GraphWrite]:
     """Every write a load of `rows` makes, in order: node upserts (each label's index first),
-    edge upserts and deletions, then node deletions."""
+    edge upserts and deletions, then node deletions. The edges' groups are asked aside
+    (`GroupsAside`) while the nodes are read."""
+    edge_groups = GroupsAside(conn, "edges", rows)
+    try:
+        yield from _graph_writes(conn, rows, batch_size, edge_groups)
+    finally:
+        edge_groups.join()
+
+
+def _graph_writes(
+    conn: Connection, rows: VersionRange, batch_size: int, edge_groups: GroupsAside
+) -> Iterator[GraphWrite]:
     deleted_nodes: list[GraphWrite] = []
     indexed: set[str] = set()
     for batch in node_batches(conn, rows, batch_size):
@@ -303,7 +315,7 @@ def graph_writes(conn: Connection, rows: VersionRange, batch_size: int) -> Itera
         cypher = upsert_nodes_cypher(label, batch.keys)
         yield GraphWrite(cypher, payload, NODE_STAGE, "nodes_upserted", label, batch.keys)
 
-    for batch in edge_batches(conn, rows, batch_size):
+    for batch in edge_batches(conn, rows, batch_size, edge_groups.result()):
         label, from_type, to_type = batch.names
         if batch.deleted:
             if any(graph_name_problem(name) for name in batch.names):

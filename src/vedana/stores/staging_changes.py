@@ -3,6 +3,7 @@ vedana owns. The only place the graph load's Postgres statements live."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -150,6 +151,40 @@ def staged_groups(conn: Connection, table: str, rows: VersionRange) -> list[Stag
             )
         )
     return groups
+
+
+class GroupsAside:
+    """`staged_groups(table, rows)` asked on a connection of its own (out of `conn`'s engine) by a
+    thread, while the caller goes on reading other rows: the edges' two scans then run beside the
+    nodes' read and writes instead of holding up the first edge batch (a quarter of a full
+    load's read at 100k rows). The rows are those of the caller's: the index holds the writer
+    lock, so staging does not change between the two connections' reads."""
+
+    def __init__(self, conn: Connection, table: str, rows: VersionRange) -> None:
+        self._groups: list[StagedGroup] = []
+        self._error: BaseException | None = None
+        engine = conn.engine
+
+        def ask() -> None:
+            try:
+                with engine.connect() as own:
+                    self._groups = staged_groups(own, table, rows)
+                    own.rollback()
+            except BaseException as exc:  # raised to the caller by `result`
+                self._error = exc
+
+        self._thread = threading.Thread(target=ask, name=f"staged-{table}", daemon=True)
+        self._thread.start()
+
+    def result(self) -> list[StagedGroup]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._groups
+
+    def join(self) -> None:
+        """Wait for the thread without looking at its answer (a load that stopped early)."""
+        self._thread.join()
 
 
 def node_batches(
