@@ -204,6 +204,21 @@ def load_graph(
     write has been when this returns. `conn` is the reading thread's until the load ends."""
     if rows.empty:
         return GraphChanges()
+    edge_groups = GroupsAside(conn, "edges", rows)  # beside the plan and the nodes: see graph_writes
+    try:
+        return _load_graph(conn, graph, rows, batch_size, on_progress, edge_groups)
+    finally:
+        edge_groups.join()
+
+
+def _load_graph(
+    conn: Connection,
+    graph: GraphStore,
+    rows: VersionRange,
+    batch_size: int,
+    on_progress: Progress,
+    edge_groups: GroupsAside,
+) -> GraphChanges:
     planned = _plan(conn, rows)
     changes = GraphChanges()
     node_total = planned.nodes_upserted + planned.nodes_deleted
@@ -219,7 +234,7 @@ def load_graph(
             counters.get(write.stage, nodes).add(len(write.rows))
 
     with graph.batch_writer() as writer:
-        for write in _overlapped(graph_writes(conn, rows, batch_size)):
+        for write in _overlapped(graph_writes(conn, rows, batch_size, edge_groups)):
             if write.rows is None:
                 written(writer.drain())  # the label's nodes go in after its index exists
                 graph.ensure_index(write.label, "id")
@@ -250,6 +265,22 @@ def rebuild_graph(
     cleared and `load_graph` loads them."""
     rows = VersionRange(None, upto)
     owned = list(owned)
+    edge_groups = GroupsAside(conn, "edges", rows)  # beside the plan and the nodes: see graph_writes
+    try:
+        return _rebuild_graph(conn, graph, rows, owned, batch_size, on_progress, edge_groups)
+    finally:
+        edge_groups.join()
+
+
+def _rebuild_graph(
+    conn: Connection,
+    graph: GraphStore,
+    rows: VersionRange,
+    owned: list[str],
+    batch_size: int,
+    on_progress: Progress,
+    edge_groups: GroupsAside,
+) -> GraphChanges:
     counts, names = changed_types(conn, rows)
     for name in names:
         quote_name(name)  # refuse an unusable name before anything is written
@@ -257,12 +288,12 @@ def rebuild_graph(
     build = graph.bulk_build(owned, names) if planned.nodes_upserted else None
     if build is None:
         graph.clear(owned)
-        return load_graph(conn, graph, rows, batch_size=batch_size, on_progress=on_progress)
+        return _load_graph(conn, graph, rows, batch_size, on_progress, edge_groups)
     changes = GraphChanges()
     nodes = _Counter(NODE_STAGE, planned.nodes_upserted, on_progress)
     edges: _Counter | None = None
     try:
-        for write in _overlapped(graph_writes(conn, rows, batch_size)):
+        for write in _overlapped(graph_writes(conn, rows, batch_size, edge_groups)):
             if write.rows is None:
                 build.add_index(write.label, "id")
             elif write.counts == "nodes_upserted":
@@ -283,15 +314,18 @@ def rebuild_graph(
     return changes
 
 
-def graph_writes(conn: Connection, rows: VersionRange, batch_size: int) -> Iterator[GraphWrite]:
+def graph_writes(
+    conn: Connection, rows: VersionRange, batch_size: int, edge_groups: GroupsAside | None = None
+) -> Iterator[GraphWrite]:
     """Every write a load of `rows` makes, in order: node upserts (each label's index first),
     edge upserts and deletions, then node deletions. The edges' groups are asked aside
-    (`GroupsAside`) while the nodes are read."""
-    edge_groups = GroupsAside(conn, "edges", rows)
+    (`edge_groups`, else here) while the nodes are read: the loads start asking before their
+    plan, as the edges' two scans take longer than the nodes' whole read."""
+    aside = edge_groups or GroupsAside(conn, "edges", rows)
     try:
-        yield from _graph_writes(conn, rows, batch_size, edge_groups)
+        yield from _graph_writes(conn, rows, batch_size, aside)
     finally:
-        edge_groups.join()
+        aside.join()
 
 
 def _graph_writes(
