@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import Engine
 
 from support.staging_rows import put_edge, put_node, reset_staging
+from vedana.stores import staging_changes
 from vedana.stores.index_state import staging_version
 from vedana.stores.staging_changes import (
     ChangeBatch,
@@ -65,7 +66,16 @@ def _without_nulls_and_id(found: set[tuple[Any, ...]], drop_id: bool) -> set[tup
     return out
 
 
-def test_batches_hold_exactly_each_rows_json(pg_engine: Engine) -> None:
+@pytest.fixture(params=["shared", "one by one"])
+def key_passes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways `staged_groups` asks for keys and kinds: two scans for every group of a table
+    (few keys in all), or a pass per group (many)."""
+    if request.param == "one by one":
+        monkeypatch.setattr(staging_changes, "SHARED_KEYS_MAX", 0)
+    return str(request.param)
+
+
+def test_batches_hold_exactly_each_rows_json(pg_engine: Engine, key_passes: str) -> None:
     reset_staging(pg_engine)
     with pg_engine.begin() as conn:
         for node_type, rows in NODES.items():
@@ -108,7 +118,7 @@ def test_batches_hold_exactly_each_rows_json(pg_engine: Engine) -> None:
     assert all(b.keys == [] for b in tombstones)
 
 
-def test_each_group_gets_only_its_own_keys_and_their_kinds(pg_engine: Engine) -> None:
+def test_each_group_gets_only_its_own_keys_and_their_kinds(pg_engine: Engine, key_passes: str) -> None:
     """The keys and kinds of every group of a table come from two scans of the whole table
     (`staged_groups`): a key one group holds must not leak into another, a key held only as
     null is still the group's, and a number is an "int" exactly when it is whole and within 64
@@ -154,7 +164,9 @@ def test_each_group_gets_only_its_own_keys_and_their_kinds(pg_engine: Engine) ->
     assert values["a:gone"] == {}
 
 
-def test_groups_asked_aside_are_the_same_and_their_errors_reach_the_caller(pg_engine: Engine) -> None:
+def test_groups_asked_aside_are_the_same_and_their_errors_reach_the_caller(
+    pg_engine: Engine, key_passes: str
+) -> None:
     """`GroupsAside` asks on a connection of its own, in a thread: the same answer as asking on
     the caller's connection, and a failure there is raised where the answer is wanted."""
     reset_staging(pg_engine)

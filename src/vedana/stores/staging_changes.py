@@ -104,34 +104,82 @@ class StagedGroup:
     kinds: list[str]
 
 
+SHARED_KEYS_MAX = 16  # keys a table's rows hold in all, at most, for one kinds pass over every group
+
+
 def staged_groups(conn: Connection, table: str, rows: VersionRange) -> list[StagedGroup]:
     """Every group ("nodes": by type; "edges": by label and endpoint types; then by tombstone
-    flag) of `table`'s rows in `rows`, in that order, in two scans of the table whatever the
-    number of groups: the keys of all its live rows, then per group the count and a code per key
-    (`_kind_code`). A scan per group and pass cost more than the rest of a full load's read: each
-    reads the whole table, as a group is too large a share of it for an index to pay off."""
-    group_cols, _ = _GROUPS[table]
-    grouped = ", ".join(group_cols)
+    flag) of `table`'s rows in `rows`, in that order, with its count, keys and kinds.
+
+    A pass per group reads the whole table when a group is too large a share of it for an index
+    to pay off (people, 100k: two passes per group were half the full load's read). So when the
+    table's rows hold few keys in all, two scans serve every group: the keys of all the live rows,
+    then per group the count and, for each of those keys, the OR of a code per value
+    (`_kind_code`, NULL for the rows without it). With many keys in all (many types, each with
+    attributes of its own) a row would be asked for every other type's keys (~0.1 µs each):
+    then each group's keys and kinds are asked of its own rows, as Postgres finds them."""
+    if table not in _GROUPS:
+        raise KeyError(f"no staging table {table!r}")
     # Each pass is a short scan that Postgres would share out among parallel workers; with the
     # graph and Python busy on the same cores, starting them cost more CPU than they saved
     # (0.65 -> 0.54 Postgres CPU-s for 194k rows). For the rest of this transaction only.
     conn.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")
-    found = _rows(
-        conn,
-        f"SELECT DISTINCT jsonb_object_keys(attributes) FROM {table} WHERE {rows.where()} AND NOT deleted",
-        rows.params(),
-    )
-    keys = sorted(key for (key,) in found if not (table == "nodes" and key == "id"))
-    params: dict[str, Any] = {**rows.params(), **{f"k{i}": key for i, key in enumerate(keys)}}
-    codes = "".join(f", bit_or({_kind_code(i)}) FILTER (WHERE NOT deleted)" for i in range(len(keys)))
+    keys = _keys(conn, table, f"{rows.where()} AND NOT deleted", rows.params())
+    if len(keys) > SHARED_KEYS_MAX:
+        return _groups_one_by_one(conn, table, rows)
+    return _groups_coded(conn, table, rows.where(), rows.params(), keys, by_group=True)
+
+
+def _keys(conn: Connection, table: str, where: str, params: dict[str, Any]) -> list[str]:
+    """The attribute keys of `table`'s rows `where` says, sorted; a node's `id` left out (the
+    node id is its `id`)."""
+    found = _rows(conn, f"SELECT DISTINCT jsonb_object_keys(attributes) FROM {table} WHERE {where}", params)
+    return sorted(key for (key,) in found if not (table == "nodes" and key == "id"))
+
+
+def _groups_one_by_one(conn: Connection, table: str, rows: VersionRange) -> list[StagedGroup]:
+    group_cols, _ = _GROUPS[table]
+    grouped = ", ".join(group_cols)
     groups = []
-    width = len(group_cols)
-    for row in _rows(
+    for *names, deleted, count in _rows(
         conn,
-        f"SELECT {grouped}, deleted, count(*){codes} FROM {table} WHERE {rows.where()} "
+        f"SELECT {grouped}, deleted, count(*) FROM {table} WHERE {rows.where()} "
         f"GROUP BY {grouped}, deleted ORDER BY {grouped}, deleted",
-        params,
+        rows.params(),
     ):
+        if deleted:
+            groups.append(StagedGroup(tuple(names), True, int(count), [], []))
+            continue
+        params: dict[str, Any] = {**rows.params(), **{f"g{i}": name for i, name in enumerate(names)}}
+        same_group = " AND ".join(f"{col} = %(g{i})s" for i, col in enumerate(group_cols))
+        where = f"{rows.where()} AND NOT deleted AND {same_group}"
+        keys = _keys(conn, table, where, params)
+        kinds: list[str] = []
+        if keys:
+            [group] = _groups_coded(conn, table, where, params, keys, by_group=False)
+            keys, kinds = group.keys, group.kinds
+        groups.append(StagedGroup(tuple(names), False, int(count), keys, kinds))
+    return groups
+
+
+def _groups_coded(
+    conn: Connection, table: str, where: str, params: dict[str, Any], keys: list[str], *, by_group: bool
+) -> list[StagedGroup]:
+    """The groups of `table`'s rows `where` says (all of them as one, named (), unless
+    `by_group`), each with its count and the `keys` its live rows hold, with their kinds: one
+    scan."""
+    group_cols, _ = _GROUPS[table]
+    grouped = ", ".join(group_cols) if by_group else ""
+    params = {**params, **{f"k{i}": key for i, key in enumerate(keys)}}
+    codes = "".join(f", bit_or({_kind_code(i)}) FILTER (WHERE NOT deleted)" for i in range(len(keys)))
+    sql = f"SELECT {grouped}{', ' if by_group else ''}deleted, count(*){codes} FROM {table} WHERE {where}"
+    if by_group:
+        sql += f" GROUP BY {grouped}, deleted ORDER BY {grouped}, deleted"
+    else:
+        sql += " GROUP BY deleted"
+    width = len(group_cols) if by_group else 0
+    groups = []
+    for row in _rows(conn, sql, params):
         names, (deleted, count), per_key = row[:width], row[width : width + 2], row[width + 2 :]
         held = (
             []
