@@ -164,25 +164,33 @@ def test_each_group_gets_only_its_own_keys_and_their_kinds(pg_engine: Engine, ke
     assert values["a:gone"] == {}
 
 
+@pytest.mark.parametrize("race", [False, True])
+@pytest.mark.parametrize("sample_rows", [1, 1000])
 def test_groups_asked_aside_are_the_same_and_their_errors_reach_the_caller(
-    pg_engine: Engine, key_passes: str
+    pg_engine: Engine, key_passes: str, race: bool, sample_rows: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`GroupsAside` asks on a connection of its own, in a thread: the same answer as asking on
-    the caller's connection, and a failure there is raised where the answer is wanted."""
+    """`GroupsAside` asks on connections of its own, in threads: the same answer as asking on
+    the caller's connection, whether or not the kinds pass races the keys pass, and whether or
+    not the sample it starts from held every key; a failure there is raised where the answer is
+    wanted."""
+    monkeypatch.setattr(staging_changes, "KEY_SAMPLE_ROWS", sample_rows)
     reset_staging(pg_engine)
     with pg_engine.begin() as conn:
         put_edge(conn, "LINKS", "a", "a:0", "b", "b:0", {"w": 1, "s": "x"})
         put_edge(conn, "LINKS", "a", "a:1", "b", "b:0", {"w": 1.5})
+        put_edge(conn, "LINKS", "a", "a:2", "b", "b:0", {"late": True})
+        put_edge(conn, "MORE", "b", "b:0", "a", "a:0", {"other": "o"})
         put_edge(conn, "OTHER", "b", "b:0", "a", "a:0", {}, deleted=True)
 
     with pg_engine.connect() as conn:
         rows = VersionRange(0, staging_version(conn))
-        aside = GroupsAside(conn, "edges", rows)
+        aside = GroupsAside(conn, "edges", rows, race=race)
         assert aside.result() == staged_groups(conn, "edges", rows)
-        assert [(g.names, g.deleted, g.keys) for g in aside.result()] == [
-            (("LINKS", "a", "b"), False, ["s", "w"]),
-            (("OTHER", "b", "a"), True, []),
+        assert [(g.names, g.deleted, g.keys, g.kinds) for g in aside.result()] == [
+            (("LINKS", "a", "b"), False, ["late", "s", "w"], ["bool", "str", "json"]),
+            (("MORE", "b", "a"), False, ["other"], ["str"]),
+            (("OTHER", "b", "a"), True, [], []),
         ]
-        broken = GroupsAside(conn, "no such table", rows)
+        broken = GroupsAside(conn, "no such table", rows, race=race)
         with pytest.raises(KeyError):
             broken.result()

@@ -267,7 +267,7 @@ def rebuild_graph(
     cleared and `load_graph` loads them."""
     rows = VersionRange(None, upto)
     owned = list(owned)
-    edge_groups = GroupsAside(conn, "edges", rows)  # beside the plan and the nodes: see graph_writes
+    edge_groups = GroupsAside(conn, "edges", rows, race=True)  # beside the nodes: see graph_writes
     try:
         return _rebuild_graph(conn, graph, rows, owned, batch_size, on_progress, edge_groups)
     finally:
