@@ -215,3 +215,26 @@ def test_parameters_reach_falkordb_unchanged(session_graph: GraphStore, value: A
 
 def _names(graph: GraphStore, what: str) -> list[str]:
     return [next(iter(row.values())) for row in graph.query(f"CALL db.{what}()").rows]
+
+
+def test_an_edge_label_the_bulk_format_cannot_carry_turns_the_rebuild_into_a_load(
+    pg_engine: Engine, graphs
+) -> None:
+    """The edges' labels are known only once the nodes are in the build (they are asked beside
+    the nodes' read): a label with a colon, which the bulk format would split, drops the build
+    and loads the graph by UNWIND instead, with the same end state."""
+    unwind, bulk = graphs
+    load_shop(pg_engine)
+    with pg_engine.begin() as conn:
+        put_edge(conn, "rated: good", "Product", "p1", "Product", "p2", {"stars": 5})
+    bulk.query("CREATE (:Product {id: 'stale'})")  # the rebuild must clear it
+    with pg_engine.connect() as conn:
+        upto = staging_version(conn)
+        owned = owned_types(conn).nodes
+        by_unwind = load_graph(conn, unwind, VersionRange(None, upto))
+        by_bulk = rebuild_graph(conn, bulk, upto, owned)
+    assert bulk.bulk is not None  # it started as a bulk build
+    assert not bulk._db.connection.exists("cmp-bulk.rebuild")  # and dropped its scratch graph
+    assert by_bulk == by_unwind
+    assert snapshot(bulk) == snapshot(unwind)
+    assert bulk.counts()["edges"]["rated: good"] == 1

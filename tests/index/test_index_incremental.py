@@ -237,6 +237,8 @@ def test_interrupted_run_is_repaired_by_the_next(settings, shop, graph, local_em
     assert len(failing.texts) == 8
     with shop.connect() as conn:
         assert get_state(conn, "index.vectors.version") is None
+        # The graph's snapshot ran beside the embedding: the graph is recorded as done all the same.
+        assert get_state(conn, GRAPH_VERSION_KEY) is not None
     assert vector_rows(shop) == {}
 
     embedder = CountingEmbedder(local_embedder)
@@ -326,3 +328,33 @@ def test_other_data_on_a_shared_graph_survives_every_rebuild(
     assert counting_graph.query(
         "MATCH (:Invoice {id: 'i1'})-[:BILLS]->(c:Customer) RETURN c.id AS c"
     ).rows == [{"c": "c1"}]
+
+
+class SnapshotCheckingGraph(CountingGraph):
+    """Checks, when the index waits for the graph's snapshot, that the vectors are already
+    written (the snapshot ran beside them) and the graph watermark is not yet set."""
+
+    def __init__(self, inner: GraphStore, engine: Engine) -> None:
+        super().__init__(inner)
+        self.shop = engine
+        self.seen: list[tuple[Any, int]] = []
+
+    def persist_begin(self):  # type: ignore[no-untyped-def]
+        wait = self.inner.persist_begin()
+
+        def check() -> None:
+            with self.shop.connect() as conn:
+                self.seen.append((get_state(conn, GRAPH_VERSION_KEY), len(vector_rows(self.shop))))
+            wait()
+
+        return check
+
+
+def test_graph_watermark_is_set_only_after_the_snapshot_written_beside_the_vectors(
+    settings, shop, graph, embedder
+) -> None:
+    checking = SnapshotCheckingGraph(graph, shop)
+    run(settings, shop, checking, embedder)
+    assert checking.seen == [(None, EXPECTED_NODE_VALUES + EXPECTED_EDGE_VALUES)]
+    with shop.connect() as conn:
+        assert get_state(conn, GRAPH_VERSION_KEY) is not None

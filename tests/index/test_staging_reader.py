@@ -9,11 +9,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine
 
 from support.staging_rows import put_edge, put_node, reset_staging
+from vedana.stores import staging_changes
 from vedana.stores.index_state import staging_version
-from vedana.stores.staging_changes import ChangeBatch, VersionRange, edge_batches, node_batches
+from vedana.stores.staging_changes import (
+    ChangeBatch,
+    GroupsAside,
+    VersionRange,
+    edge_batches,
+    node_batches,
+    staged_groups,
+)
 
 # Per node type, the attributes of its rows: each type mixes missing keys, nulls and one kind
 # of value per key, or (the "mixed" type) kinds no single column type can hold.
@@ -57,7 +66,16 @@ def _without_nulls_and_id(found: set[tuple[Any, ...]], drop_id: bool) -> set[tup
     return out
 
 
-def test_batches_hold_exactly_each_rows_json(pg_engine: Engine) -> None:
+@pytest.fixture(params=["shared", "one by one"])
+def key_passes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways `staged_groups` asks for keys and kinds: two scans for every group of a table
+    (few keys in all), or a pass per group (many)."""
+    if request.param == "one by one":
+        monkeypatch.setattr(staging_changes, "SHARED_KEYS_MAX", 0)
+    return str(request.param)
+
+
+def test_batches_hold_exactly_each_rows_json(pg_engine: Engine, key_passes: str) -> None:
     reset_staging(pg_engine)
     with pg_engine.begin() as conn:
         for node_type, rows in NODES.items():
@@ -98,3 +116,81 @@ def test_batches_hold_exactly_each_rows_json(pg_engine: Engine) -> None:
     tombstones = [b for b in changed if b.deleted]
     assert [list(row) for b in tombstones for row in b.rows] == [["gone"]]
     assert all(b.keys == [] for b in tombstones)
+
+
+def test_each_group_gets_only_its_own_keys_and_their_kinds(pg_engine: Engine, key_passes: str) -> None:
+    """The keys and kinds of every group of a table come from two scans of the whole table
+    (`staged_groups`): a key one group holds must not leak into another, a key held only as
+    null is still the group's, and a number is an "int" exactly when it is whole and within 64
+    bits, however it is written."""
+    reset_staging(pg_engine)
+    with pg_engine.begin() as conn:
+        put_node(conn, "a", "a:0", {"only_a": "x", "n": 2**63 - 1, "nothing": None, "id": "own"})
+        put_node(conn, "a", "a:1", {"n": -(2**63), "w": 2.0})
+        put_node(conn, "b", "b:0", {"n": 2**63, "w": 10**18, "t": "\\ \t\n ☃"})
+        put_node(conn, "c", "c:0", {"w": -(10**17), "n": -(2**63) - 1})
+        put_node(conn, "d", "d:0", {})
+        put_node(conn, "a", "a:gone", {"tomb": 1}, deleted=True)
+
+    with pg_engine.connect() as conn:
+        everything = VersionRange(0, staging_version(conn))
+        groups = {(g.names, g.deleted): g for g in staged_groups(conn, "nodes", everything)}
+        batches = list(node_batches(conn, everything, 10))
+
+    assert list(groups) == [
+        (("a",), False),
+        (("a",), True),
+        (("b",), False),
+        (("c",), False),
+        (("d",), False),
+    ]
+    assert [g.count for g in groups.values()] == [2, 1, 1, 1, 1]
+    a, tomb, b, c, d = groups.values()
+    assert dict(zip(a.keys, a.kinds, strict=True)) == {
+        "n": "int",
+        "nothing": "str",
+        "only_a": "str",
+        "w": "json",
+    }
+    assert tomb.keys == [] and tomb.kinds == []
+    assert dict(zip(b.keys, b.kinds, strict=True)) == {"n": "json", "t": "str", "w": "int"}
+    assert dict(zip(c.keys, c.kinds, strict=True)) == {"n": "json", "w": "int"}
+    assert d.keys == []
+    values = {row[0]: dict(zip(batch.keys, row[1:], strict=True)) for batch in batches for row in batch.rows}
+    assert values["a:1"] == {"n": -(2**63), "nothing": None, "only_a": None, "w": 2.0}
+    assert type(values["a:1"]["w"]) is float and type(values["b:0"]["w"]) is int
+    assert values["b:0"] == {"n": 2**63, "t": "\\ \t\n ☃", "w": 10**18}
+    assert values["c:0"] == {"n": -(2**63) - 1, "w": -(10**17)}
+    assert values["a:gone"] == {}
+
+
+@pytest.mark.parametrize("race", [False, True])
+@pytest.mark.parametrize("sample_rows", [1, 1000])
+def test_groups_asked_aside_are_the_same_and_their_errors_reach_the_caller(
+    pg_engine: Engine, key_passes: str, race: bool, sample_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`GroupsAside` asks on connections of its own, in threads: the same answer as asking on
+    the caller's connection, whether or not the kinds pass races the keys pass, and whether or
+    not the sample it starts from held every key; a failure there is raised where the answer is
+    wanted."""
+    monkeypatch.setattr(staging_changes, "KEY_SAMPLE_ROWS", sample_rows)
+    reset_staging(pg_engine)
+    with pg_engine.begin() as conn:
+        put_edge(conn, "LINKS", "a", "a:0", "b", "b:0", {"w": 1, "s": "x"})
+        put_edge(conn, "LINKS", "a", "a:1", "b", "b:0", {"w": 1.5})
+        put_edge(conn, "LINKS", "a", "a:2", "b", "b:0", {"late": True})
+        put_edge(conn, "MORE", "b", "b:0", "a", "a:0", {"other": "o"})
+        put_edge(conn, "OTHER", "b", "b:0", "a", "a:0", {}, deleted=True)
+
+    with pg_engine.connect() as conn:
+        rows = VersionRange(0, staging_version(conn))
+        aside = GroupsAside(conn, "edges", rows, race=race)
+        assert aside.result() == staged_groups(conn, "edges", rows)
+        assert [(g.names, g.deleted, g.keys, g.kinds) for g in aside.result()] == [
+            (("LINKS", "a", "b"), False, ["late", "s", "w"], ["bool", "str", "json"]),
+            (("MORE", "b", "a"), False, ["other"], ["str"]),
+            (("OTHER", "b", "a"), True, [], []),
+        ]
+        broken = GroupsAside(conn, "no such table", rows, race=race)
+        with pytest.raises(KeyError):
+            broken.result()

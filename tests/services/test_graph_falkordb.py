@@ -141,3 +141,25 @@ def test_persist_returns_only_once_the_snapshot_is_on_disk(graph) -> None:
         assert not info["rdb_bgsave_in_progress"] and info["rdb_changes_since_last_save"] == 0
     finally:
         conn.config_set("rdb-key-save-delay", 0)
+
+
+def test_persist_begin_returns_while_the_snapshot_runs_and_its_wait_until_it_is_on_disk(graph) -> None:
+    """`persist_begin` starts the snapshot and returns at once (the index writes its vectors
+    meanwhile); the wait it returns comes back only once that snapshot is on disk. With no
+    change since the last snapshot there is nothing to wait for."""
+    conn = graph._db.connection
+    conn.config_set("rdb-key-save-delay", 300_000)  # µs per key: the snapshot takes a while
+    try:
+        graph.query("CREATE (:Person {id: 'x'})")
+        before = conn.info("persistence")
+        wait = graph.persist_begin()
+        started = conn.info("persistence")
+        assert started["rdb_bgsave_in_progress"], "persist_begin() waited for its snapshot"
+        wait()
+        info = conn.info("persistence")
+        assert not info["rdb_bgsave_in_progress"] and info["rdb_changes_since_last_save"] == 0
+        assert info["rdb_saves"] == before["rdb_saves"] + 1 and info["rdb_last_bgsave_status"] == "ok"
+        graph.persist_begin()()  # nothing changed: no second snapshot
+        assert conn.info("persistence")["rdb_saves"] == info["rdb_saves"]
+    finally:
+        conn.config_set("rdb-key-save-delay", 0)

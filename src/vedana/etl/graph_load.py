@@ -20,11 +20,14 @@ from typing import TYPE_CHECKING, Any
 from vedana.datamodel.names import graph_name_problem
 from vedana.errors import CypherError, SourceError
 from vedana.stores.staging_changes import (
+    GroupsAside,
+    StagedGroup,
     VersionRange,
     changed_counts,
     changed_types,
     edge_batches,
     node_batches,
+    staged_groups,
     staged_type_counts,
 )
 
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
     from vedana.datamodel import DataModel
-    from vedana.stores.graph import GraphStore
+    from vedana.stores.graph import GraphBuild, GraphStore
 
 Progress = Callable[[str, int, "int | None"], None]
 
@@ -203,6 +206,21 @@ def load_graph(
     write has been when this returns. `conn` is the reading thread's until the load ends."""
     if rows.empty:
         return GraphChanges()
+    edge_groups = GroupsAside(conn, "edges", rows)  # beside the plan and the nodes: see graph_writes
+    try:
+        return _load_graph(conn, graph, rows, batch_size, on_progress, edge_groups)
+    finally:
+        edge_groups.join()
+
+
+def _load_graph(
+    conn: Connection,
+    graph: GraphStore,
+    rows: VersionRange,
+    batch_size: int,
+    on_progress: Progress,
+    edge_groups: GroupsAside,
+) -> GraphChanges:
     planned = _plan(conn, rows)
     changes = GraphChanges()
     node_total = planned.nodes_upserted + planned.nodes_deleted
@@ -218,7 +236,7 @@ def load_graph(
             counters.get(write.stage, nodes).add(len(write.rows))
 
     with graph.batch_writer() as writer:
-        for write in _overlapped(graph_writes(conn, rows, batch_size)):
+        for write in _overlapped(graph_writes(conn, rows, batch_size, edge_groups)):
             if write.rows is None:
                 written(writer.drain())  # the label's nodes go in after its index exists
                 graph.ensure_index(write.label, "id")
@@ -249,19 +267,67 @@ def rebuild_graph(
     cleared and `load_graph` loads them."""
     rows = VersionRange(None, upto)
     owned = list(owned)
-    counts, names = changed_types(conn, rows)
-    for name in names:
+    edge_groups = GroupsAside(conn, "edges", rows, race=True)  # beside the nodes: see graph_writes
+    try:
+        return _rebuild_graph(conn, graph, rows, owned, batch_size, on_progress, edge_groups)
+    finally:
+        edge_groups.join()
+
+
+class _NotBulk(Exception):
+    """An edge label the bulk format cannot carry, found once the build had begun."""
+
+
+def _rebuild_graph(
+    conn: Connection,
+    graph: GraphStore,
+    rows: VersionRange,
+    owned: list[str],
+    batch_size: int,
+    on_progress: Progress,
+    edge_groups: GroupsAside,
+) -> GraphChanges:
+    """The plan is the nodes' groups (read anyway) and, once the first edge comes, the edges'
+    (asked aside): not a scan of each table of its own. Nothing is live before `finish()`, so an
+    edge label refused then leaves the graph as it was."""
+    node_groups = staged_groups(conn, "nodes", rows)  # a full range holds live rows only
+    node_names = sorted({group.names[0] for group in node_groups})
+    for name in node_names:
         quote_name(name)  # refuse an unusable name before anything is written
-    planned = GraphChanges(*counts["nodes"], *counts["edges"])
-    build = graph.bulk_build(owned, names) if planned.nodes_upserted else None
-    if build is None:
-        graph.clear(owned)
-        return load_graph(conn, graph, rows, batch_size=batch_size, on_progress=on_progress)
+    node_total = sum(group.count for group in node_groups)
+    build = graph.bulk_build(owned, node_names) if node_total else None
+    if build is not None:
+        try:
+            return _build(conn, build, rows, batch_size, on_progress, node_groups, edge_groups)
+        except _NotBulk:
+            pass
+    graph.clear(owned)
+    return _load_graph(conn, graph, rows, batch_size, on_progress, edge_groups)
+
+
+def _build(
+    conn: Connection,
+    build: GraphBuild,
+    rows: VersionRange,
+    batch_size: int,
+    on_progress: Progress,
+    node_groups: list[StagedGroup],
+    edge_groups: GroupsAside,
+) -> GraphChanges:
+    def edge_total() -> int:
+        groups = edge_groups.result()
+        labels = sorted({group.names[0] for group in groups})
+        for name in labels:
+            quote_name(name)
+        if any(":" in name or graph_name_problem(name) for name in labels):
+            raise _NotBulk  # the bulk format separates labels with a colon
+        return sum(group.count for group in groups)
+
     changes = GraphChanges()
-    nodes = _Counter(NODE_STAGE, planned.nodes_upserted, on_progress)
+    nodes = _Counter(NODE_STAGE, sum(group.count for group in node_groups), on_progress)
     edges: _Counter | None = None
     try:
-        for write in _overlapped(graph_writes(conn, rows, batch_size)):
+        for write in _overlapped(graph_writes(conn, rows, batch_size, edge_groups, node_groups)):
             if write.rows is None:
                 build.add_index(write.label, "id")
             elif write.counts == "nodes_upserted":
@@ -269,25 +335,47 @@ def rebuild_graph(
                 changes.nodes_upserted += len(write.rows)
                 nodes.add(len(write.rows))
             else:  # a full load has no tombstones: edge upserts
-                edges = edges or _Counter(EDGE_STAGE, planned.edges_upserted, on_progress)
+                edges = edges or _Counter(EDGE_STAGE, edge_total(), on_progress)
                 build.add_edges(write.label, *write.ends, write.keys, write.rows)
                 changes.edges_upserted += len(write.rows)
                 edges.add(len(write.rows))
+        if edges is None:
+            edges = _Counter(EDGE_STAGE, edge_total(), on_progress)
         build.finish()
     except BaseException:
         build.abort()
         raise
-    if edges is None:
-        _Counter(EDGE_STAGE, planned.edges_upserted, on_progress)
     return changes
 
 
-def graph_writes(conn: Connection, rows: VersionRange, batch_size: int) -> Iterator[GraphWrite]:
+def graph_writes(
+    conn: Connection,
+    rows: VersionRange,
+    batch_size: int,
+    edge_groups: GroupsAside | None = None,
+    node_groups: list[StagedGroup] | None = None,
+) -> Iterator[GraphWrite]:
     """Every write a load of `rows` makes, in order: node upserts (each label's index first),
-    edge upserts and deletions, then node deletions."""
+    edge upserts and deletions, then node deletions. The edges' groups are asked aside
+    (`edge_groups`, else here) while the nodes are read: the loads start asking before their
+    plan, as the edges' two scans take longer than the nodes' whole read."""
+    aside = edge_groups or GroupsAside(conn, "edges", rows)
+    try:
+        yield from _graph_writes(conn, rows, batch_size, aside, node_groups)
+    finally:
+        aside.join()
+
+
+def _graph_writes(
+    conn: Connection,
+    rows: VersionRange,
+    batch_size: int,
+    edge_groups: GroupsAside,
+    node_groups: list[StagedGroup] | None,
+) -> Iterator[GraphWrite]:
     deleted_nodes: list[GraphWrite] = []
     indexed: set[str] = set()
-    for batch in node_batches(conn, rows, batch_size):
+    for batch in node_batches(conn, rows, batch_size, node_groups):
         (label,) = batch.names
         if batch.deleted and graph_name_problem(label):
             continue  # left by an older sync; it never reached the graph
@@ -303,7 +391,7 @@ def graph_writes(conn: Connection, rows: VersionRange, batch_size: int) -> Itera
         cypher = upsert_nodes_cypher(label, batch.keys)
         yield GraphWrite(cypher, payload, NODE_STAGE, "nodes_upserted", label, batch.keys)
 
-    for batch in edge_batches(conn, rows, batch_size):
+    for batch in edge_batches(conn, rows, batch_size, edge_groups.result()):
         label, from_type, to_type = batch.names
         if batch.deleted:
             if any(graph_name_problem(name) for name in batch.names):

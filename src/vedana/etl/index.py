@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -305,27 +305,42 @@ def _apply(
                     conn, graph, start.upto, owned.nodes, batch_size=batch_size, on_progress=on_progress
                 )
             )
-        graph.persist()  # durable before the watermark says so: a crash after this loses nothing
-        set_watermark(conn, GRAPH_VERSION_KEY, start.upto)
-        conn.commit()
+        # Durable before the watermark says so (a crash before that loses nothing): the snapshot
+        # is written while the vectors are, and the watermark set once it is on disk.
+        saved = graph.persist_begin()
         report.phase_seconds["graph"] = time.perf_counter() - t0
+
+        def graph_applied() -> None:
+            waited = time.perf_counter()
+            saved()
+            set_watermark(conn, GRAPH_VERSION_KEY, start.upto)
+            conn.commit()
+            report.phase_seconds["graph"] += time.perf_counter() - waited  # what was not overlapped
 
         # Vectors: a new model (or the first run) starts from empty tables.
         t0 = time.perf_counter()
-        if start.recorded != start.current:
-            reset_vector_tables(conn, start.current)
-            forget_watermark(conn, VECTORS_VERSION_KEY)  # in the same commit: empty tables, no watermark
-            conn.commit()
-        rows = _vector_range(start, full)
-        report.vectors_rebuilt = rows.full
-        embed_seconds = [0.0]
-        changes = embed_values(
-            conn, dm, embedder, rows, start.current, rebuild=full,
-            on_progress=on_progress, on_embedded=lambda s: embed_seconds.__setitem__(0, s),
-        )  # fmt: skip
+        try:
+            if start.recorded != start.current:
+                reset_vector_tables(conn, start.current)
+                forget_watermark(conn, VECTORS_VERSION_KEY)  # in the same commit: empty tables, no watermark
+                conn.commit()
+            rows = _vector_range(start, full)
+            report.vectors_rebuilt = rows.full
+            embed_seconds = [0.0]
+            changes = embed_values(
+                conn, dm, embedder, rows, start.current, rebuild=full,
+                on_progress=on_progress, on_embedded=lambda s: embed_seconds.__setitem__(0, s),
+            )  # fmt: skip
+        except BaseException:
+            # The graph is done: record it if its snapshot is, so the next run need not redo it.
+            conn.rollback()
+            with suppress(Exception):
+                graph_applied()
+            raise
         report._add_vectors(changes)
         report.phase_seconds["embed"] = embed_seconds[0]
         report.phase_seconds["vectors"] = time.perf_counter() - t0 - embed_seconds[0]
+        graph_applied()
     report.phase_seconds = {k: round(v, 3) for k, v in report.phase_seconds.items()}
     report.total_seconds = round(time.perf_counter() - began, 3)
     return report

@@ -37,7 +37,7 @@ _F64 = struct.Struct("=d")
 _ENDPOINTS = struct.Struct("=QQ")
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
-CALL_BYTES = 16 * 2**20  # blocks per GRAPH.BULK call, at most (the server reads a call whole)
+CALL_BYTES = 2 * 2**20  # blocks per GRAPH.BULK call, at most (the server reads a call whole)
 _IN_FLIGHT = 1  # encoded calls waiting for the server while the next one is encoded
 
 

@@ -10,7 +10,7 @@ So nothing above the adapter knows which engine it talks to.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -82,6 +82,12 @@ class GraphStore(ABC):
         Servers with their own write-ahead log (Memgraph, Neo4j) need nothing; the embedded
         FalkorDB snapshots to disk here."""
         return None
+
+    def persist_begin(self) -> Callable[[], None]:
+        """Start `persist` and return what waits for it to end, so the caller can do other work
+        meanwhile (`vedana index` writes the vectors) and record the writes as applied only
+        once the wait has returned. Here the wait does it all."""
+        return self.persist
 
     def counts(
         self, labels: Iterable[str] | None = None, types: Iterable[str] | None = None

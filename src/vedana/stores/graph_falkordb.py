@@ -12,7 +12,7 @@ clear message.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -310,16 +310,21 @@ class FalkorGraph(GraphStore):
     def persist(self, timeout_s: float = 600.0) -> None:
         """Snapshot the graph to disk (BGSAVE, so readers are not blocked) and wait until a
         snapshot that started after this call has finished."""
+        self.persist_begin(timeout_s)()
+
+    def persist_begin(self, timeout_s: float = 600.0) -> Callable[[], None]:
+        """`persist` in two halves: this starts the snapshot (a forked process writes it, so the
+        server and the caller go on) and returns the wait, which gets `timeout_s` of its own."""
         import redis
 
         conn = self._db.connection
-        deadline = time.monotonic() + timeout_s
 
         def wait(done: Any) -> dict[str, Any]:
+            deadline = time.monotonic() + timeout_s
             while not done(info := conn.info("persistence")):
                 if time.monotonic() > deadline:
                     raise ServiceError(f"FalkorDB did not finish saving the graph within {timeout_s:.0f} s")
-                time.sleep(0.02)
+                time.sleep(0.005)
             return info
 
         try:
@@ -327,7 +332,7 @@ class FalkorGraph(GraphStore):
             # process's) may predate our writes, and Redis refuses a second one meanwhile: let it end.
             info = wait(lambda i: not i["rdb_bgsave_in_progress"])
             if not info["rdb_changes_since_last_save"]:
-                return
+                return lambda: None
             target = info["rdb_saves"] + 1
             try:
                 conn.execute_command("BGSAVE")
@@ -335,13 +340,20 @@ class FalkorGraph(GraphStore):
                 # Another one started just now, after our writes: it will do.
                 if "already in progress" not in str(exc):
                     raise
-            info = wait(lambda i: i["rdb_saves"] >= target and not i["rdb_bgsave_in_progress"])
         except redis.RedisError as exc:
             raise ServiceError(redact(f"FalkorDB could not save the graph: {exc}")) from None
-        if info["rdb_last_bgsave_status"] != "ok":
-            raise ServiceError(
-                f"FalkorDB failed to save the graph to disk; see {self.socket_path.parent / 'redis.log'}"
-            )
+
+        def finished() -> None:
+            try:
+                info = wait(lambda i: i["rdb_saves"] >= target and not i["rdb_bgsave_in_progress"])
+            except redis.RedisError as exc:
+                raise ServiceError(redact(f"FalkorDB could not save the graph: {exc}")) from None
+            if info["rdb_last_bgsave_status"] != "ok":
+                raise ServiceError(
+                    f"FalkorDB failed to save the graph to disk; see {self.socket_path.parent / 'redis.log'}"
+                )
+
+        return finished
 
     def close(self) -> None:
         self._db.connection.close()
