@@ -365,6 +365,7 @@ def test_a_grist_file_resyncs_the_same_way(
         "\ufeffa_id,b\r\nx1,é\r\n\r\nx2,  \r\nx3,z",  # BOM, CRLF, a blank line, no final newline
         "a_id,b\nx1,y\n\n\nx2,ü\n",
         "a_id,b\n",
+        "a_id\n\n",  # shorter than a BOM: the whole file comes in the first read
         "",
     ],
 )
@@ -433,7 +434,7 @@ def test_packed_outcomes_read_like_their_list(runs: list[str], monkeypatch: pyte
     from vedana.stores import sync_rows
     from vedana.stores.sync_rows import _RUN_SEPARATOR, PackedOutcomes
 
-    monkeypatch.setattr(sync_rows, "_RUN_ROWS", 2)
+    monkeypatch.setattr(sync_rows, "_RUN_ROWS", 3)
 
     plain = [o for run in runs for o in run.split("\x1d")]
     kept = PackedOutcomes.stored(_RUN_SEPARATOR.join(runs), len(plain))
@@ -453,7 +454,7 @@ def test_packed_outcomes_read_like_their_list(runs: list[str], monkeypatch: pyte
     assert again[: len(runs) - 1] == runs[:-1]
     stored = list(kept.packed_runs())
     assert all(again[i] is stored[i] for i in range(len(runs) - 1))  # untouched: as stored
-    assert all(run.count("\x1d") < 2 for run in again[len(runs) - 1 :])  # at most 2 rows a run
+    assert all(run.count("\x1d") < 3 for run in again[len(runs) - 1 :])  # at most 3 rows a run
 
 
 @pytest.mark.parametrize("order", ["in order", "out of order"])
@@ -511,6 +512,8 @@ def test_prefetched_digests_are_the_digests(tmp_path: Path) -> None:
 
     (tmp_path / "A.csv").write_text("a_id,b\nx1,é\nx2,y\n", encoding="utf-8")
     (tmp_path / "B.csv").write_bytes(b"b_id,c\nz1,\x00\n")
+    import threading
+
     source = CsvFolderSource(tmp_path)
     source.prefetch_digests()
     try:
@@ -523,4 +526,88 @@ def test_prefetched_digests_are_the_digests(tmp_path: Path) -> None:
         assert b.digests() is None
     finally:
         source.close()
-    assert source._pool is None
+    assert not [t for t in threading.enumerate() if t.name.startswith("vedana-digests")]
+
+
+def test_a_file_saved_again_between_hashing_and_reading_fails_clearly(tmp_path: Path) -> None:
+    """A changed line is read again by offset: if the file was saved again in between (the lines
+    moved, or a line changed), the sync stops with a one-line error instead of pairing one
+    version's digest with another's text; a file gone says so too."""
+    from vedana.errors import SourceError
+    from vedana.sources.csv_folder import CsvFolderSource
+
+    path = tmp_path / "A.csv"
+    path.write_text("a_id,b\nx1,one\nx2,two\n", encoding="utf-8")
+    source = CsvFolderSource(tmp_path)
+    table = source.table("A")
+    assert table is not None
+    bulk = table.digests()
+    assert bulk is not None
+    path.write_text("a_id,b\nx1,one!\nx2,two\n", encoding="utf-8")  # the first line grew
+    with pytest.raises(SourceError, match="changed while the sync was reading it"):
+        bulk.fetch([1])
+    path.unlink()
+    source.prefetch_digests()
+    try:
+        with pytest.raises(SourceError, match="could not be read"):
+            table.digests()
+    finally:
+        source.close()
+
+
+def test_only_a_re_sync_hashes_ahead(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digests are hashed ahead when the last sync kept rows of this folder, not on a first
+    sync (whose peak memory it would raise) nor with --full."""
+    from vedana.sources.csv_folder import CsvFolderSource
+
+    asked: list[str] = []
+    real = CsvFolderSource.prefetch_digests
+    monkeypatch.setattr(
+        CsvFolderSource, "prefetch_digests", lambda self: (asked.append("ahead"), real(self))[1]
+    )
+    blank_staging(pg_engine)
+    work = tmp_path / "kb"
+    shutil.copytree(kb, work)
+    sync(settings, data_model=work / "model", data=work / "data")
+    assert asked == []
+    _one_percent(work / "data")
+    sync(settings, data_model=work / "model", data=work / "data", full=True)
+    assert asked == []
+    _one_percent(work / "data")
+    report = sync(settings, data_model=work / "model", data=work / "data")
+    assert asked == ["ahead"]
+    assert all(p.startswith("incremental: ") for p in report.paths.values())
+
+
+def test_rows_kept_whole_the_old_way_are_stored_in_runs_again(
+    pg_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outcomes stored as one run (before runs had a separator of their own) still load, with
+    their patch, and the next save stores them cut into runs."""
+    from vedana.stores import sync_rows
+
+    monkeypatch.setattr(sync_rows, "_RUN_ROWS", 2)
+    outcomes = ["a", "", "c", "d", "e"]
+    n = len(outcomes)
+    rows = sync_rows.TableRows(
+        array("q", range(1, n + 1)), array("I", range(n)), array("I", range(n)), list(outcomes)
+    )
+    with pg_engine.begin() as conn:
+        sync_rows.save_rows(conn, "src", {"k": 1}, {"Link_a": rows})
+        conn.exec_driver_sql(  # as stored before: one run, and a patch beside it
+            "UPDATE sync_rows SET outcomes = %s, patch = %s",
+            ("\x1d".join(outcomes), json.dumps([[1, 7, 7, "b"]])),
+        )
+    with pg_engine.begin() as conn:
+        _, stored = sync_rows.load_rows(conn, "src")
+        got = stored["Link_a"]
+        assert list(got.outcomes) == ["a", "b", "c", "d", "e"] and got.patched is None
+        sync_rows.save_rows(conn, "src", {"k": 1}, stored)
+        field = conn.exec_driver_sql("SELECT outcomes, patch FROM sync_rows").one()
+    assert field[0].split("\x1a") == ["a\x1db", "c\x1dd", "e"] and not field[1]
+    with pg_engine.connect() as conn:
+        _, again = sync_rows.load_rows(conn, "src")
+    assert list(again["Link_a"].outcomes) == ["a", "b", "c", "d", "e"]
+    assert again["Link_a"].patched == set()

@@ -380,7 +380,7 @@ def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
         scan.was[key] = scan.positions[key] = i
         scan.outcomes[i] = ""
         scan.changed.append((key, raw))
-    scan.patched = differ if old.patched is None else differ | old.patched
+    scan.patched = None if old.patched is None else differ | old.patched
     return scan
 
 

@@ -91,7 +91,6 @@ def sync(
     from vedana.stores.postgres import get_engine
     from vedana.stores.run_log import record_run
     from vedana.stores.staging import writer_lock
-    from vedana.stores.sync_rows import rows_kept_for
 
     progress = on_progress or _no_progress
     sources: list[Source] = []
@@ -116,7 +115,6 @@ def sync(
                 states = _current_states(model_source, data_source)
                 with engine.connect() as conn:
                     unchanged = not full and _unchanged_since_last_sync(conn, states, data_model_only)
-                    rows_kept = data_source is not None and rows_kept_for(conn, data_source.describe())
                 if unchanged:
                     report.unchanged_early = True
                     run.status = "unchanged"
@@ -126,14 +124,9 @@ def sync(
                         progress("fetch from Grist", 0, None)
                         rows_source, fetch = refresh_mirror(engine, data_source, full=full)
                         report.grist_fetch = fetch
-                    # A re-sync starts by checksumming every row: a source that can do that on
-                    # its own thread starts now, while the sync reads what it needs from Postgres.
-                    # Not for a first sync: its reading hashes each file as it goes, and holding
-                    # every file's digests at once from the start would raise its peak memory.
-                    prefetch = getattr(rows_source, "prefetch_digests", None)
-                    if prefetch is not None and not full and rows_kept:
-                        prefetch()
                     with engine.begin() as conn:
+                        if not full:
+                            _hash_ahead(conn, rows_source)
                         _sync_into(conn, model_source, rows_source, report, progress, full=full)
                         # What a source could not carry (the CSV export's lost columns), said once.
                         report.notes += [n for s in sources for n in getattr(s, "notes", ())]
@@ -149,6 +142,18 @@ def sync(
     finally:
         for source in sources:
             source.close()
+
+
+def _hash_ahead(conn: Connection, source: Source | None) -> None:
+    """A re-sync starts by checksumming every row: a source that can do that on a thread of its
+    own starts now, while the sync reads what it needs from Postgres. Not for a first sync: its
+    reading hashes each file as it goes, and holding every file's digests from the start would
+    raise its peak memory."""
+    from vedana.stores.sync_rows import rows_kept_for
+
+    prefetch = getattr(source, "prefetch_digests", None)
+    if source is not None and prefetch is not None and rows_kept_for(conn, source.describe()):
+        prefetch()
 
 
 def strict_failure(warnings: list[str]) -> str:

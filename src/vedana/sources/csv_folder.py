@@ -42,16 +42,22 @@ class CsvFolderSource:
     def prefetch_digests(self) -> None:
         """Start checksumming every file's lines in a thread of its own, for the re-sync about to
         ask (`RawTable.digests`): meanwhile the sync talks to Postgres (the data model, the rows
-        kept from the last sync), so the waits on it overlap the hashing."""
+        kept from the last sync), so its waits on the server overlap the hashing (the GIL lets
+        only those overlap: the hashing holds it a call at a time)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vedana-digests")
             self._digesting = {p: self._pool.submit(line_digests, p) for p in self._files.values()}
 
     def _digests_of(self, path: Path) -> RowDigests | None:
         # Each prefetched result serves one asker (a caller may change the arrays); later ones
-        # hash again.
+        # hash again, as does an asker of a file still queued (rather than wait for the others).
         started = self._digesting.pop(path, None)
-        return started.result() if started is not None else line_digests(path)
+        try:
+            if started is None or started.cancel():
+                return line_digests(path)
+            return started.result()
+        except OSError as exc:
+            raise SourceError(f"{path} could not be read ({exc.strerror}); check the folder") from None
 
     def describe(self) -> str:
         return f"CSV folder {self.folder}"
@@ -180,19 +186,20 @@ def line_digests(path: Path) -> RowDigests | None:
             high.extend(map(zlib.adler32, lines))
             sizes.extend(map(len, lines))
             if not block:
-                open_last = bool(lines)  # what followed the last line break
+                open_last = bool(lines) and not data.endswith(b"\n")  # no line break at the end
                 break
-    return RowDigests(
-        keys=array("q", range(1, len(low) + 1)),
-        low=low,
-        high=high,
-        fetch=lambda positions: _records_at(path, positions, first, sizes, open_last),
-    )
+    digests = RowDigests(keys=array("q", range(1, len(low) + 1)), low=low, high=high, fetch=lambda _: [])
+    digests.fetch = lambda positions: _records_at(path, positions, first, sizes, open_last, digests)
+    return digests
 
 
-def _records_at(path: Path, positions: list[int], first: int, sizes: array, open_last: bool) -> list[str]:
+def _records_at(
+    path: Path, positions: list[int], first: int, sizes: array, open_last: bool, digests: RowDigests
+) -> list[str]:
     """The records at these 0-based positions (ascending), as text, read again from the file
-    at their offsets (its lines are its records, of these lengths, as `line_digests` found)."""
+    at their offsets (its lines are its records, of these lengths, as `line_digests` found). A
+    line read must still be the one checksummed: a file saved again in between fails the sync
+    (which writes nothing) rather than pair one version's digest with another's text."""
     if any(a > b for a, b in pairwise(positions)):
         raise ValueError("positions must ascend")
     found: list[str] = []
@@ -203,6 +210,8 @@ def _records_at(path: Path, positions: list[int], first: int, sizes: array, open
             at += sum(sizes[done:position]) + (position - done)  # each line and its line break
             done = position
             line = os.pread(handle.fileno(), sizes[position], at)
+            if (zlib.crc32(line), zlib.adler32(line)) != (digests.low[position], digests.high[position]):
+                raise SourceError(f"{path} changed while the sync was reading it; run the sync again")
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError:

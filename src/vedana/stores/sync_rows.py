@@ -39,8 +39,8 @@ class PackedOutcomes:
         self._starts = starts  # array('q'): the position of each run's first row
         self._count = count
         self._set: dict[int, str] = {}
-        self._open = -1  # the run unpacked last, and its rows
-        self._rows: list[str] = []
+        self._rows: list[str] = []  # the run unpacked last: its rows, their positions' range
+        self._low = self._high = 0
 
     @classmethod
     def stored(cls, text: str, rows: int) -> PackedOutcomes:
@@ -56,6 +56,14 @@ class PackedOutcomes:
             count += run.count(_ROW_SEPARATOR) + 1
         return cls(runs, starts, count)
 
+    def oversized(self) -> bool:
+        """Whether a run holds more rows than one packed here does (kept the way of old)."""
+        return any(end - start > _RUN_ROWS for start, end in zip(self._starts, self._ends(), strict=True))
+
+    def _ends(self) -> list[int]:
+        """Where each run's rows end (the next run's start)."""
+        return [*self._starts[1:], self._count] if self._runs else []
+
     def copy(self) -> PackedOutcomes:
         """Another view of the same runs, with the rows set so far; setting rows in either leaves
         the other as it was."""
@@ -70,12 +78,15 @@ class PackedOutcomes:
         found = self._set.get(position)
         if found is not None:
             return found
+        if self._low <= position < self._high:  # in the run open (reads mostly go in order)
+            return self._rows[position - self._low]
         if not 0 <= position < self._count:
             raise IndexError(position)
         run = bisect_right(self._starts, position) - 1
-        if run != self._open:
-            self._open, self._rows = run, unpack_outcomes(self._runs[run])
-        return self._rows[position - self._starts[run]]
+        self._rows = unpack_outcomes(self._runs[run])
+        self._low = self._starts[run]
+        self._high = self._low + len(self._rows)
+        return self._rows[position - self._low]
 
     def __setitem__(self, position: int, outcome: str) -> None:
         if not 0 <= position < self._count:
@@ -88,11 +99,11 @@ class PackedOutcomes:
 
     def packed_runs(self) -> Iterator[str]:
         """The runs as they are now, packed: untouched ones as stored, the others packed anew."""
-        ends = [*self._starts[1:], self._count] if self._runs else []
+        ends = self._ends()
         changed = sorted(self._set)
         k = 0
         for run, start, end in zip(self._runs, self._starts, ends, strict=True):
-            if k == len(changed) or changed[k] >= end:
+            if (k == len(changed) or changed[k] >= end) and end - start <= _RUN_ROWS:
                 yield run
                 continue
             rows = unpack_outcomes(run)
@@ -113,7 +124,8 @@ class TableRows:
     high: array
     outcomes: list[str] | PackedOutcomes
     # Positions that differ from the packed rows stored (kept beside them as a small patch, so a
-    # re-sync of a few rows rewrites only those); None: store the rows packed anew.
+    # re-sync of a few rows rewrites only those); None: store the rows packed anew (and, of rows
+    # loaded, those whose next save must pack them anew).
     patched: set[int] | None = None
     # The outcomes as runs already packed (`pack_outcomes`), in order, instead of `outcomes`: a
     # first sync's link tables, one string per run of rows rather than per row.
@@ -170,6 +182,8 @@ def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dic
             rows.low[position], rows.high[position] = low, high
             rows.outcomes[position] = outcome
             rows.patched.add(position)
+        if kept.oversized():  # stored whole, before runs were: the next save cuts it into runs
+            rows.patched = None
         tables[name] = rows
     return summary, tables
 
@@ -183,9 +197,10 @@ def _stored_outcomes(driver: Any, source: str, table: str, rows: int) -> PackedO
     runs: list[str] = []
     with driver.cursor(name="vedana_kept_outcomes", binary=True) as cursor:
         cursor.itersize = 16
+        # In the select list, unnest yields the runs in order a value at a time (a FROM-clause
+        # unnest, or an ORDER BY, would gather every run into a tuplestore: temp files at 1M).
         cursor.execute(
-            "SELECT run FROM sync_rows, unnest(string_to_array(outcomes, %s)) WITH ORDINALITY AS r(run, k)"
-            " WHERE source = %s AND table_name = %s ORDER BY k",
+            "SELECT unnest(string_to_array(outcomes, %s)) FROM sync_rows WHERE source = %s AND table_name = %s",
             (_RUN_SEPARATOR, source, table),
         )
         runs.extend(run for (run,) in cursor)
