@@ -124,10 +124,23 @@ def _measure(embedder: Any, windows: list[list[str]], queries: int) -> dict[str,
 
 
 SWEEP_BATCHES = (32, 64, 128, 256)
-# Two rounds, the sizes in opposite orders, each size's best kept: a machine getting busier (or
-# quieter) during the sweep then favours no size, which one ascending pass did (1.00x in one run,
-# 1.19x in the next, on the same texts).
+# Each size's CPU is summed over many short turns (one window each, ~2 s), the sizes taking each
+# place in the order equally often. Two rounds of whole passes (~8 s per size, each size's best
+# kept) were not enough on cores shared with other benchmarks: a burst of load hit one size's pass
+# and the best size came out 256, 256, 128, 128, 32, 32 in six runs on the same texts.
 SWEEP_ROUNDS = 2
+
+
+def sweep_turns(sizes: list[int], windows: int, rounds: int = SWEEP_ROUNDS) -> list[tuple[int, int]]:
+    """(window, batch size) turns of the sweep: every size embeds every window once per round,
+    and the order of the sizes rotates from one window to the next, so over the turns each size
+    runs first, second, ... equally often and a change in the machine's load favours none."""
+    turns = []
+    for round_ in range(rounds):
+        for w in range(windows):
+            shift = (round_ * windows + w) % len(sizes)
+            turns += [(w, size) for size in sizes[shift:] + sizes[:shift]]
+    return turns
 
 
 def _batch_sweep(embedder: Any, windows: list[list[str]]) -> dict[str, Any]:
@@ -137,21 +150,19 @@ def _batch_sweep(embedder: Any, windows: list[list[str]]) -> dict[str, Any]:
 
     ours = embedder.batch_size
     sizes = sorted({*SWEEP_BATCHES, ours})
-    count = max(sum(map(len, windows)), 1)
-    per_text: dict[int, float] = {}
+    cpu_s = dict.fromkeys(sizes, 0.0)
     try:
-        for round_ in range(SWEEP_ROUNDS):
-            for size in sizes if round_ % 2 == 0 else reversed(sizes):
-                embedder.batch_size = size
-                budget = embedder.batch_chars if size == ours else max(embedder.batch_chars, size * 512)
-                cpu0 = time.process_time()
-                for window in windows:
-                    for batch in batches_by_budget(window, size, budget):
-                        embedder.embed(batch)
-                cpu_ms = (time.process_time() - cpu0) * 1000 / count
-                per_text[size] = min(cpu_ms, per_text.get(size, cpu_ms))
+        for w, size in sweep_turns(sizes, len(windows)):
+            embedder.batch_size = size
+            budget = embedder.batch_chars if size == ours else max(embedder.batch_chars, size * 512)
+            cpu0 = time.process_time()
+            for batch in batches_by_budget(windows[w], size, budget):
+                embedder.embed(batch)
+            cpu_s[size] += time.process_time() - cpu0
     finally:
         embedder.batch_size = ours
+    count = max(sum(map(len, windows)) * SWEEP_ROUNDS, 1)
+    per_text = {size: s * 1000 / count for size, s in cpu_s.items()}
     best = min(per_text, key=lambda k: per_text[k])
     return {
         "batch_size": ours,

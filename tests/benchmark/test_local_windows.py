@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.local_embed import sample_windows
+from bench.local_embed import sample_windows, sweep_turns
 
 
 @pytest.mark.parametrize(
@@ -46,3 +46,22 @@ def test_all_texts_when_they_fit_and_one_middle_run_when_the_cap_is_below_a_batc
     assert sample_windows(1_024, 1_024, 256) == [(0, 1_024)]
     [(start, stop)] = sample_windows(67_078, 40, 256)
     assert stop - start == 40 and start % 256 == 0 and 30_000 < start < 37_000
+
+
+@pytest.mark.parametrize(
+    ("sizes", "windows"), [([32, 64, 128, 256], 4), ([32, 64, 128, 256], 1), ([32, 64, 96, 128, 256], 4)]
+)
+def test_each_size_embeds_every_window_and_takes_each_place_in_turn(sizes: list[int], windows: int) -> None:
+    turns = sweep_turns(sizes, windows, rounds=2)
+    assert sorted(turns) == sorted((w, s) for w in range(windows) for s in sizes for _ in range(2))
+    places: dict[int, list[int]] = {s: [] for s in sizes}
+    for start in range(0, len(turns), len(sizes)):
+        group = turns[start : start + len(sizes)]
+        assert len({w for w, _ in group}) == 1  # one window at a time: its sizes run back to back
+        for place, (_, size) in enumerate(group):
+            places[size].append(place)
+    spread = {
+        s: max(p.count(i) for i in range(len(sizes))) - min(p.count(i) for i in range(len(sizes)))
+        for s, p in places.items()
+    }
+    assert max(spread.values()) <= 1, places  # no size always first (or always last)
