@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
     parser.add_argument(
-        "--local-sample", type=int, default=1_000, help="texts the local model embeds per size"
+        "--local-sample", type=int, default=1_024, help="texts the local model embeds per size"
     )
     parser.add_argument("--queries", type=int, default=200, help="vector searches and Cypher lookups")
     parser.add_argument("--asks", type=int, default=20, help="asks with the instant model")

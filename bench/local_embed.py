@@ -4,10 +4,11 @@ Apart from the benchmark, torch's memory (hundreds of MB that never go back to t
 inflate the peaks of the phases measured after it, and the child's own peak is exact; kept
 alive, torch is imported and the model loaded once per run, not once per size.
 
-Protocol (JSON lines): the child prints `{"import_s", "load_s"}` once ready, then answers each
-request `{"texts": [...], "queries": n}` on stdin with one line: embedding seconds and texts/s
-over batches cut and ordered as `vedana index` does (shortest first, after one warm-up batch),
-single-text latency, CPU seconds and peak RSS during the request.
+Protocol (JSON lines): the child prints `{"import_s", "load_s", "torch_threads"}` once ready,
+then answers each request `{"windows": [[...], ...], "queries": n}` on stdin with one line:
+embedding seconds and texts/s over batches cut as `vedana index` cuts them (each window is a run
+of texts in the order the index embeds them, see `sample_windows`; after one warm-up batch),
+single-text latency, CPU seconds and peak RSS during the request, and the batch-size sweep.
 
     python -m bench.local_embed [--model all-MiniLM-L6-v2]
 """
@@ -41,30 +42,69 @@ def _load(model: str) -> tuple[Any, dict[str, Any]]:
     load_model(embedder.model)
     load_s = time.perf_counter() - t0
     embedder.embed(["warm up the first batch's buffers"])
-    return embedder, {"model": embedder.model, "import_s": round(import_s, 3), "load_s": round(load_s, 3)}
+    import torch
+
+    return embedder, {
+        "model": embedder.model,
+        "import_s": round(import_s, 3),
+        "load_s": round(load_s, 3),
+        # CPU seconds count every thread: torch's intra-op pool (one per core by default) included.
+        "torch_threads": torch.get_num_threads(),
+    }
 
 
-def _measure(embedder: Any, texts: list[str], queries: int) -> dict[str, Any]:
+def sample_windows(total: int, cap: int, align: int, count: int = 4) -> list[tuple[int, int]]:
+    """[start, stop) runs of the index's embedding order (shortest text first) to embed instead
+    of all `total` texts: all of them when they fit in `cap`, else up to `count` windows of equal
+    length, evenly spread over the order (so short and long texts come in the shares a full index
+    has), each a whole number of `align`-text blocks starting on a block boundary.
+
+    Contiguous runs, not texts picked across the whole order: a batch of 256 out of a 1,000-text
+    sample spans a quarter of the length range and pads to its longest text, while in the sorted
+    67k texts of a 100k-row index it spans 1/260 of it; only runs of the real order pad as the
+    index pads. `align` is the largest batch cut, so every batch size sees whole batches placed
+    where the index would place them."""
+    if total <= cap:
+        return [(0, total)]
+    blocks = total // align  # whole batches of the largest size, in the order
+    if cap < align or blocks == 0:  # too small a cap for one whole batch: one run in the middle
+        start = (total - cap) // 2 // align * align
+        return [(start, start + cap)]
+    per = max(cap // align // count, 1)  # blocks per window
+    n = min(count, cap // (per * align), blocks // per)
+    windows: list[tuple[int, int]] = []
+    next_free = 0
+    for i in range(n):
+        centre = (2 * i + 1) * blocks / (2 * n)  # the middle of the i-th of n equal stretches
+        first = min(max(round(centre - per / 2), next_free), blocks - per * (n - i))
+        windows.append((first * align, (first + per) * align))
+        next_free = first + per
+    return windows
+
+
+def _measure(embedder: Any, windows: list[list[str]], queries: int) -> dict[str, Any]:
     from vedana.embeddings.base import batches_by_budget
 
-    # As `vedana index` sends them: shortest first, so each batch pads little.
-    ordered = sorted(texts, key=lambda t: (len(t), t))
-    embedder.embed(ordered[-embedder.batch_size :])  # warm up on a full batch of the longest texts
+    texts = [t for window in windows for t in window]
+    longest = max(windows, key=lambda w: sum(map(len, w)))
+    embedder.embed(longest[-embedder.batch_size :])  # warm up on a full batch of the longest texts
     exact = reset_high_water()
     cpu0 = time.process_time()  # all threads: torch runs its kernels on one per core
     t0 = time.perf_counter()
     done = 0
-    for batch in batches_by_budget(ordered, embedder.batch_size, embedder.batch_chars):
-        embedder.embed(batch)
-        done += len(batch)
+    for window in windows:  # each window cut on its own: the index's batches lie within one
+        for batch in batches_by_budget(window, embedder.batch_size, embedder.batch_chars):
+            embedder.embed(batch)
+            done += len(batch)
     embed_s = time.perf_counter() - t0
     single = []
-    for text in texts[:queries]:
+    step = max(len(texts) // max(queries, 1), 1)  # short and long texts alike
+    for text in texts[::step][:queries]:
         t0 = time.perf_counter()
         embedder.embed([text])
         single.append(time.perf_counter() - t0)
     cpu_s = time.process_time() - cpu0
-    batches = _batch_sweep(embedder, ordered)
+    batches = _batch_sweep(embedder, windows)
     peak_kb = high_water_kb() if exact else None
     if peak_kb is None:
         import resource
@@ -72,6 +112,7 @@ def _measure(embedder: Any, texts: list[str], queries: int) -> dict[str, Any]:
         peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kB on Linux
     return {
         "texts": done,
+        "windows": [len(w) for w in windows],
         "chars": sum(len(t) for t in texts),
         "embed_s": round(embed_s, 3),
         "texts_per_s": round(done / embed_s, 1) if embed_s > 0 else None,
@@ -83,31 +124,45 @@ def _measure(embedder: Any, texts: list[str], queries: int) -> dict[str, Any]:
 
 
 SWEEP_BATCHES = (32, 64, 128, 256)
-# Two rounds, the sizes in opposite orders, each size's best kept: a machine getting busier (or
-# quieter) during the sweep then favours no size, which one ascending pass did (1.00x in one run,
-# 1.19x in the next, on the same texts).
+# Each size's CPU is summed over many short turns (one window each, ~2 s), the sizes taking each
+# place in the order equally often. Two rounds of whole passes (~8 s per size, each size's best
+# kept) were not enough on cores shared with other benchmarks: a burst of load hit one size's pass
+# and the best size came out 256, 256, 128, 128, 32, 32 in six runs on the same texts.
 SWEEP_ROUNDS = 2
 
 
-def _batch_sweep(embedder: Any, ordered: list[str]) -> dict[str, Any]:
-    """CPU ms per text at each batch size on the same texts (the baseline is the best of them)
+def sweep_turns(sizes: list[int], windows: int, rounds: int = SWEEP_ROUNDS) -> list[tuple[int, int]]:
+    """(window, batch size) turns of the sweep: every size embeds every window once per round,
+    and the order of the sizes rotates from one window to the next, so over the turns each size
+    runs first, second, ... equally often and a change in the machine's load favours none."""
+    turns = []
+    for round_ in range(rounds):
+        for w in range(windows):
+            shift = (round_ * windows + w) % len(sizes)
+            turns += [(w, size) for size in sizes[shift:] + sizes[:shift]]
+    return turns
+
+
+def _batch_sweep(embedder: Any, windows: list[list[str]]) -> dict[str, Any]:
+    """CPU ms per text at each batch size on the same windows (the baseline is the best of them)
     and vedana's own batch size's ratio to it."""
     from vedana.embeddings.base import batches_by_budget
 
     ours = embedder.batch_size
     sizes = sorted({*SWEEP_BATCHES, ours})
-    per_text: dict[int, float] = {}
+    cpu_s = dict.fromkeys(sizes, 0.0)
     try:
-        for round_ in range(SWEEP_ROUNDS):
-            for size in sizes if round_ % 2 == 0 else reversed(sizes):
-                embedder.batch_size = size
-                cpu0 = time.process_time()
-                for batch in batches_by_budget(ordered, size, max(embedder.batch_chars, size * 512)):
-                    embedder.embed(batch)
-                cpu_ms = (time.process_time() - cpu0) * 1000 / max(len(ordered), 1)
-                per_text[size] = min(cpu_ms, per_text.get(size, cpu_ms))
+        for w, size in sweep_turns(sizes, len(windows)):
+            embedder.batch_size = size
+            budget = embedder.batch_chars if size == ours else max(embedder.batch_chars, size * 512)
+            cpu0 = time.process_time()
+            for batch in batches_by_budget(windows[w], size, budget):
+                embedder.embed(batch)
+            cpu_s[size] += time.process_time() - cpu0
     finally:
         embedder.batch_size = ours
+    count = max(sum(map(len, windows)) * SWEEP_ROUNDS, 1)
+    per_text = {size: s * 1000 / count for size, s in cpu_s.items()}
     best = min(per_text, key=lambda k: per_text[k])
     return {
         "batch_size": ours,
@@ -124,7 +179,8 @@ def serve(model: str) -> int:
         if not line.strip():
             continue
         request = json.loads(line)
-        print(json.dumps(_measure(embedder, request["texts"], int(request.get("queries", 30)))), flush=True)
+        windows = request["windows"]
+        print(json.dumps(_measure(embedder, windows, int(request.get("queries", 30)))), flush=True)
     return 0
 
 
@@ -146,8 +202,9 @@ class LocalModelProcess:
         self._child: subprocess.Popen[str] | None = None
         self._stderr: IO[str] | None = None  # a file, not a pipe: nobody drains it while it runs
 
-    def measure(self, texts: list[str], queries: int = 30) -> dict[str, Any]:
-        """Embed `texts` in the child; the first call also reports the import and load time."""
+    def measure(self, windows: list[list[str]], queries: int = 30) -> dict[str, Any]:
+        """Embed the `windows` of texts in the child (see `sample_windows`); the first call also
+        reports the import and load time."""
         started_now = self._child is None
         if self._child is None:
             self._stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115  (closed in close())
@@ -158,11 +215,11 @@ class LocalModelProcess:
             )  # fmt: skip
             self.ready = self._read()
         assert self._child.stdin is not None
-        self._child.stdin.write(json.dumps({"texts": texts, "queries": queries}) + "\n")
+        self._child.stdin.write(json.dumps({"windows": windows, "queries": queries}) + "\n")
         self._child.stdin.flush()
         result = self._read()
         assert self.ready is not None
-        result["model"] = self.ready["model"]
+        result["model"], result["torch_threads"] = self.ready["model"], self.ready["torch_threads"]
         if started_now:  # the one-off cost of this run lands on the size that paid it
             result["import_s"], result["load_s"] = self.ready["import_s"], self.ready["load_s"]
         return result

@@ -326,7 +326,8 @@ def render(results: dict[str, Any], console: Any) -> None:
     )
     notes = [
         "index: graph/DB work measured with the hash fake embedder; the local model's texts/s comes "
-        f"from a sample of at most {config['local_sample']:,} texts per size, embedded in a child process.",
+        f"from at most {config['local_sample']:,} texts per size (runs of the index's shortest-first order), "
+        "embedded in a child process.",
         "vector search: database time of VectorStore.search with pre-embedded queries (top 10, threshold 0); "
         "add the local query-embedding time for the agent's tool.",
         f"wall time {results.get('wall_s')} s",

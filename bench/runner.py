@@ -71,7 +71,7 @@ class BenchConfig:
     shape: str = "people"
     seed: int = 1
     edit_fraction: float = 0.01
-    local_sample: int = 1_000  # texts the local model embeds per size (all of them if fewer)
+    local_sample: int = 1_024  # texts the local model embeds per size: 4 windows of 256 (all if fewer)
     queries: int = 200  # vector searches and Cypher lookups at the latency size
     asks: int = 20
     latency_all_sizes: bool = False
@@ -580,13 +580,14 @@ class SizeRun:
         )
 
     def _phase_embed_local(self) -> None:
-        texts, total = self._texts_sample(self.config.local_sample)
+        windows, total = self._texts_windows(self.config.local_sample)
+        texts = sum(map(len, windows))
         with self.meter.phase("embed-local") as phase:
-            measured = self.local_model.measure(texts) if texts else {"texts": 0, "texts_per_s": None}
+            measured = self.local_model.measure(windows) if texts else {"texts": 0, "texts_per_s": None}
         rate = measured.get("texts_per_s") or 0
         full_s = round(total / rate, 1) if rate else None
         entry = self._record(
-            phase, **measured, texts_total=total, sampled=len(texts) < total,
+            phase, **measured, texts_total=total, sampled=texts < total,
             estimated_full_embed_s=full_s,
         )  # fmt: skip
         by_batch, ours, best = (
@@ -602,12 +603,17 @@ class SizeRun:
                     f"best batch ({best})", "≤ 1.1×",
                 )
             ]  # fmt: skip
-        sample = f"sample of {len(texts):,}/{total:,} texts" if len(texts) < total else f"all {total:,} texts"
-        self._say("embed-local", entry, f"{rate:,.0f} texts/s on a {sample}; full embed ≈ {full_s} s")
+        sample = (
+            f"{len(windows)} windows, {texts:,}/{total:,} texts" if texts < total else f"all {total:,} texts"
+        )
+        self._say("embed-local", entry, f"{rate:,.0f} texts/s on {sample}; full embed ≈ {full_s} s")
 
-    def _texts_sample(self, cap: int) -> tuple[list[str], int]:
-        """Up to `cap` distinct embeddable texts from staging (what a full index would embed,
-        picked evenly by hash) and how many distinct texts there are in all."""
+    def _texts_windows(self, cap: int) -> tuple[list[list[str]], int]:
+        """Runs of the distinct embeddable texts in staging (what a full index would embed), in
+        the order the index embeds them (`vector_writes.prepare`: by length, then text), picked
+        by `sample_windows` to hold at most `cap` texts; and how many distinct texts there are."""
+        from bench.local_embed import SWEEP_BATCHES, sample_windows
+        from vedana.embeddings.local import LocalEmbedder
         from vedana.etl.embed_values import embed_targets
         from vedana.stores.staging import load_data_model
 
@@ -626,10 +632,18 @@ class SizeRun:
                 return [], 0
             union = " UNION ".join(parts)
             total = int(conn.exec_driver_sql(f"SELECT count(*) FROM ({union}) u", params).scalar() or 0)
+            align = max(*SWEEP_BATCHES, LocalEmbedder.batch_size)
+            spans = sample_windows(total, cap, align)
+            picked = " OR ".join(f"rn >= {start} AND rn < {stop}" for start, stop in spans)
             rows = conn.exec_driver_sql(
-                f"SELECT t FROM ({union}) u ORDER BY md5(t) LIMIT %(cap)s", {**params, "cap": cap}
+                f"SELECT rn, t FROM (SELECT t, row_number() OVER (ORDER BY length(t), t) - 1 AS rn "
+                f"FROM ({union}) u) o WHERE {picked} ORDER BY rn",
+                params,
             )
-            return [r[0] for r in rows], total
+            windows: list[list[str]] = [[] for _ in spans]
+            for rn, text in rows:
+                windows[next(i for i, (_, stop) in enumerate(spans) if rn < stop)].append(text)
+            return windows, total
 
     def _phase_sync_grist(self) -> None:
         from vedana.stores.embedded_postgres import postgres_status

@@ -83,10 +83,14 @@ class LocalEmbedder:
     (`vedana.embeddings.service`), so this process never imports torch; when the service cannot
     start, the model loads in-process and a warning says so once."""
 
-    # Short texts (names, titles) cost least CPU per text in big batches: measured CPU ms/text on
-    # 3,000 short texts, median of 3 on 2 busy cores: batch 32: 10.1, 64: 7.9, 128: 5.4, 256: 5.1.
-    # The character budget (unchanged) still cuts batches of long texts smaller.
-    batch_size = 256
+    # Measured where the index embeds: runs of its shortest-first order, where a batch's texts are
+    # of about one length (bench embed-local, 100k people rows: names and ~100-char notes; torch
+    # on its default 2 threads). CPU ms/text at batch 32/64/128/256, 3 runs on shared cores:
+    # 8.1/7.3/7.7/9.2, 8.7/9.4/9.4/10.3, 7.9/8.1/9.1/9.5; one thread: 6.0/6.3/6.4/6.9. 256 was
+    # 1.21x the best: its batches still pad to their most tokens (texts of one length in
+    # characters differ in tokens) and bigger matrices cost more per token even unpadded.
+    # The character budget still cuts batches of long texts smaller.
+    batch_size = 64
     batch_chars = 64 * 512
 
     def __init__(
