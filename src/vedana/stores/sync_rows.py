@@ -143,6 +143,8 @@ def unpack_outcomes(packed: str) -> list[str]:
 
 # A patch over this share of the rows is folded into the packed rows instead.
 _PATCH_SHARE = 8
+# Outcomes fields up to this size are read whole; bigger ones a few runs at a time.
+_INLINE = 16 << 20
 
 
 def rows_kept_for(conn: Connection, source: str) -> bool:
@@ -164,16 +166,25 @@ def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dic
     driver = conn.connection.driver_connection  # same transaction; binary results: bytea as is, not hex
     assert driver is not None
     with driver.cursor(binary=True) as cursor:
+        # Fields up to _INLINE come whole (one round trip; split into runs here), bigger ones
+        # split into runs by Postgres and streamed (`_stored_runs`).
         found = cursor.execute(
-            "SELECT table_name, row_keys, digests, patch FROM sync_rows WHERE source = %s", (source,)
+            "SELECT table_name, row_keys, digests, patch,"
+            " CASE WHEN octet_length(outcomes) <= %s THEN outcomes END FROM sync_rows WHERE source = %s",
+            (_INLINE, source),
         ).fetchall()
-    for name, keys, digests, patch in found:
+    big = [name for name, *_, outcomes in found if outcomes is None]
+    runs = _stored_runs(driver, source, big) if big else {}
+    for name, keys, digests, patch, outcomes in found:
         packed = array("q")
         packed.frombytes(bytes(keys))
         halves = array("I")
         halves.frombytes(bytes(digests))
         n = len(packed)
-        kept = _stored_outcomes(driver, source, name, n)
+        if outcomes is not None:
+            kept = PackedOutcomes.stored(outcomes, n)
+        else:  # a single row's empty outcome is an empty field, which Postgres splits into no runs
+            kept = PackedOutcomes.runs_of((runs.get(name) or [""]) if n else [])
         if len(kept) != n:  # not what this code stores: a re-sync cannot build on it
             return None, {}
         rows = TableRows(packed, halves[:n], halves[n:], kept)
@@ -188,23 +199,23 @@ def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dic
     return summary, tables
 
 
-def _stored_outcomes(driver: Any, source: str, table: str, rows: int) -> PackedOutcomes:
-    """A table's stored outcomes, its packed runs split apart by Postgres and fetched a few at a
-    time: the field whole (~50 MB at 1M rows), then its runs, then libpq's copy of it, all at
-    once, had put ~150 MB on a re-sync's peak."""
-    if not rows:
-        return PackedOutcomes([], array("q"), 0)
-    runs: list[str] = []
+def _stored_runs(driver: Any, source: str, tables: list[str]) -> dict[str, list[str]]:
+    """These tables' stored outcomes as their packed runs, split apart by Postgres and fetched a
+    few dozen at a time: the fields whole (~50 MB at 1M rows), then their runs, then libpq's
+    copy of them, all at once, had put ~150 MB on a re-sync's peak. In the select list, unnest
+    yields a field's runs in order a value at a time (a FROM-clause unnest, or an ORDER BY, would
+    gather them all in a tuplestore: temp files at 1M)."""
+    runs: dict[str, list[str]] = {}
     with driver.cursor(name="vedana_kept_outcomes", binary=True) as cursor:
-        cursor.itersize = 16
-        # In the select list, unnest yields the runs in order a value at a time (a FROM-clause
-        # unnest, or an ORDER BY, would gather every run into a tuplestore: temp files at 1M).
+        cursor.itersize = 64
         cursor.execute(
-            "SELECT unnest(string_to_array(outcomes, %s)) FROM sync_rows WHERE source = %s AND table_name = %s",
-            (_RUN_SEPARATOR, source, table),
+            "SELECT table_name, unnest(string_to_array(outcomes, %s)) FROM sync_rows"
+            " WHERE source = %s AND table_name = ANY(%s)",
+            (_RUN_SEPARATOR, source, tables),
         )
-        runs.extend(run for (run,) in cursor)
-    return PackedOutcomes.runs_of(runs or [""])
+        for table, run in cursor:
+            runs.setdefault(table, []).append(run)
+    return runs
 
 
 def save_rows(conn: Connection, source: str, summary: dict[str, Any], tables: dict[str, TableRows]) -> None:
