@@ -396,13 +396,18 @@ def test_line_checksums_equal_record_checksums(tmp_path: Path, text: str) -> Non
             csv_folder._BLOCK = 1 << 22
 
 
-def test_kept_rows_survive_the_store_whole(pg_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("inline", [True, False], ids=["read whole", "streamed as runs"])
+def test_kept_rows_survive_the_store_whole(
+    pg_engine: Engine, monkeypatch: pytest.MonkeyPatch, inline: bool
+) -> None:
     """What a sync keeps of each row goes to `sync_rows` by a binary COPY vedana writes itself, the
     outcomes a slice at a time: keys, digests and outcomes (non-ASCII ones, empty ones, more
-    slices than one) come back exactly."""
+    slices than one) come back exactly, whether a table's field is read whole or in runs."""
     from vedana.stores import sync_rows
 
     monkeypatch.setattr(sync_rows, "_SLICE", 3)  # several slices, a short last one
+    if not inline:
+        monkeypatch.setattr(sync_rows, "_INLINE", -1)  # every field streamed, even empty ones
     outcomes = ["+ä␞x", "", "PERSON␞p:1␞i:ü", "", "", "plain", "日本"]
     n = len(outcomes)
     rows = sync_rows.TableRows(
@@ -589,6 +594,7 @@ def test_rows_kept_whole_the_old_way_are_stored_in_runs_again(
     from vedana.stores import sync_rows
 
     monkeypatch.setattr(sync_rows, "_RUN_ROWS", 2)
+    monkeypatch.setattr(sync_rows, "_INLINE", -1)  # streamed: Postgres splits the old field too
     outcomes = ["a", "", "c", "d", "e"]
     n = len(outcomes)
     rows = sync_rows.TableRows(
