@@ -405,7 +405,7 @@ def test_kept_rows_survive_the_store_whole(
     slices than one) come back exactly, whether a table's field is read whole or in runs."""
     from vedana.stores import sync_rows
 
-    monkeypatch.setattr(sync_rows, "_SLICE", 3)  # several slices, a short last one
+    monkeypatch.setattr(sync_rows, "_RUN_ROWS", 3)  # several runs, a short last one
     if not inline:
         monkeypatch.setattr(sync_rows, "_INLINE", -1)  # every field streamed, even empty ones
     outcomes = ["+ä␞x", "", "PERSON␞p:1␞i:ü", "", "", "plain", "日本"]
@@ -427,6 +427,7 @@ def test_kept_rows_survive_the_store_whole(
         and list(got.high) == list(rows.high)
     )
     assert list(got.outcomes) == outcomes
+    assert got.patched == set()  # stored in runs a re-sync keeps: its next save can be a patch
     assert [got.outcomes[i] for i in reversed(range(n))] == outcomes[::-1]  # runs unpacked on demand
     assert list(stored["Link_b"].keys) == [] and list(stored["Link_b"].outcomes) == []
     assert list(stored["Link_c"].keys) == [5] and list(stored["Link_c"].outcomes) == [""]

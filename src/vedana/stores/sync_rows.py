@@ -244,7 +244,6 @@ def save_rows(conn: Connection, source: str, summary: dict[str, Any], tables: di
 # COPY's binary format, written by hand so the outcomes field can go out a slice at a time.
 _SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 _TRAILER = struct.pack("!h", -1)
-_SLICE = 20_000  # outcomes encoded at a time
 
 
 def _runs(rows: TableRows) -> Iterator[str]:
@@ -255,8 +254,9 @@ def _runs(rows: TableRows) -> Iterator[str]:
     if isinstance(rows.outcomes, PackedOutcomes):
         yield from rows.outcomes.packed_runs()
         return
-    for i in range(0, len(rows.outcomes), _SLICE):
-        yield pack_outcomes(rows.outcomes[i : i + _SLICE])
+    # Runs of the size a re-sync reads them in (a bigger one is cut, and the table stored anew).
+    for i in range(0, len(rows.outcomes), _RUN_ROWS):
+        yield pack_outcomes(rows.outcomes[i : i + _RUN_ROWS])
 
 
 def _field(data: bytes) -> bytes:
