@@ -368,8 +368,7 @@ def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
     """The same row keys in the same order (the usual edit): compare digests a block at a time,
     row by row only within blocks that differ."""
     low, high = bulk.low, bulk.high
-    kept = old.outcomes
-    scan = _Scan(bulk.keys, low, high, kept.copy() if isinstance(kept, PackedOutcomes) else list(kept))
+    scan = _Scan(bulk.keys, low, high, _copy_of(old.outcomes))
     differ = set(differing(low, old.low))
     differ.update(differing(high, old.high))
     positions = sorted(differ)
@@ -382,6 +381,12 @@ def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
         scan.changed.append((key, raw))
     scan.patched = None if old.patched is None else differ | old.patched
     return scan
+
+
+def _copy_of(outcomes: list[str] | PackedOutcomes) -> list[str] | PackedOutcomes:
+    """Outcomes to set rows in while the ones copied stay as they were (packed ones: a view of
+    the same runs)."""
+    return outcomes.copy() if isinstance(outcomes, PackedOutcomes) else list(outcomes)
 
 
 def _scan_rows(table: RawTable, old: TableRows, bulk: RowDigests | None) -> _Scan:
@@ -580,8 +585,7 @@ def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Sca
     for j in scan.removed:
         if old.outcomes[j]:
             raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
-    recorded = scan.outcomes
-    texts = recorded.copy() if isinstance(recorded, PackedOutcomes) else list(recorded)
+    texts = _copy_of(scan.outcomes)
     for row_id, raw in scan.changed:
         cells = table.decode_some(raw, wanted)
         node_id = _row_node_id(cells, id_cols)

@@ -192,14 +192,19 @@ def differing(new: array, old: array, start: int = 0, stop: int | None = None) -
     return found
 
 
+def line_digest(line: bytes) -> tuple[int, int]:
+    """A CSV line's digest, its line break left out: CRC-32 and Adler-32 of its bytes
+    (`csv_folder.line_digests` computes the same over whole files, a block of lines at a time)."""
+    return zlib.crc32(line), zlib.adler32(line)
+
+
 def row_digest(raw: Any) -> tuple[int, int]:
     """A 64-bit fingerprint of one row as read, as two 32-bit halves: equal rows, equal digests;
     what a re-sync compares to find the rows that changed. A CSV record's text is checksummed
     like its line in the file (`csv_folder.line_digests`), so either way gives the same digest;
     decoded cells are hashed."""
     if isinstance(raw, str):
-        data = (raw[:-1] if raw.endswith("\n") else raw).encode("utf-8", "surrogatepass")
-        return zlib.crc32(data), zlib.adler32(data)
+        return line_digest((raw[:-1] if raw.endswith("\n") else raw).encode("utf-8", "surrogatepass"))
     text = "\x1f".join(raw) if isinstance(raw, tuple | list) else repr(tuple(raw.items()))
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest[:4], "little"), int.from_bytes(digest[4:], "little")

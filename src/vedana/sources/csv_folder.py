@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from vedana.errors import SourceError
-from vedana.sources.base import Column, RawTable, RowDigests, files_digest
+from vedana.sources.base import Column, RawTable, RowDigests, files_digest, line_digest
 from vedana.sources.cells import from_text
 from vedana.sources.csv_rows import csv_header, csv_records
 from vedana.sources.findings import SourceFindings
@@ -188,13 +188,16 @@ def line_digests(path: Path) -> RowDigests | None:
             if not block:
                 open_last = bool(lines) and not data.endswith(b"\n")  # no line break at the end
                 break
-    digests = RowDigests(keys=array("q", range(1, len(low) + 1)), low=low, high=high, fetch=lambda _: [])
-    digests.fetch = lambda positions: _records_at(path, positions, first, sizes, open_last, digests)
-    return digests
+    return RowDigests(
+        keys=array("q", range(1, len(low) + 1)),
+        low=low,
+        high=high,
+        fetch=lambda positions: _records_at(path, positions, first, sizes, open_last, (low, high)),
+    )
 
 
 def _records_at(
-    path: Path, positions: list[int], first: int, sizes: array, open_last: bool, digests: RowDigests
+    path: Path, positions: list[int], first: int, sizes: array, open_last: bool, digests: tuple[array, array]
 ) -> list[str]:
     """The records at these 0-based positions (ascending), as text, read again from the file
     at their offsets (its lines are its records, of these lengths, as `line_digests` found). A
@@ -210,7 +213,7 @@ def _records_at(
             at += sum(sizes[done:position]) + (position - done)  # each line and its line break
             done = position
             line = os.pread(handle.fileno(), sizes[position], at)
-            if (zlib.crc32(line), zlib.adler32(line)) != (digests.low[position], digests.high[position]):
+            if line_digest(line) != (digests[0][position], digests[1][position]):
                 raise SourceError(f"{path} changed while the sync was reading it; run the sync again")
             try:
                 text = line.decode("utf-8")
