@@ -845,6 +845,56 @@ def truthy(value: str) -> bool:
     return value.strip().lower() == "true"
 
 
+Pair = tuple[str, str, dict[str, str]]
+
+
+def link_pairs(
+    lk: dict[str, str],
+    node_rows: dict[str, dict[str, dict[str, str]]],
+    link_files: dict[str, Path],
+    link_described: dict[str, set[str]],
+    undescribed: dict[str, list[str]],
+) -> list[Pair]:
+    """A link's (from, to, source row) pairs: its anchor1 link column's targets, then its link
+    table's rows (whose columns the data model does not describe go to `undescribed`)."""
+    sentence, a1, a2 = lk["sentence"], lk["anchor1"], lk["anchor2"]
+    pairs: list[Pair] = []
+    column = lk["anchor1_link_column_name"].strip()
+    if column:
+        for nid, r in node_rows[a1].items():
+            pairs += [(nid, target.strip(), {}) for target in cell(r, column).split(",") if target.strip()]
+    table = link_files.get(sentence.lower()) or link_files.get(f"{a1}_{a2}".lower())
+    if table is not None:
+        rows = read_csv(table)
+        pairs += [(cell(r, "from_node_id"), cell(r, "to_node_id"), r) for r in rows]
+        known = {"from_node_id", "to_node_id", "edge_label", *link_described.get(sentence, ())}
+        extra = [c for c in (rows[0].keys() if rows else []) if c not in known]
+        if extra:
+            undescribed[table.stem] = extra
+    return pairs
+
+
+def link_edges(
+    lk: dict[str, str], pairs: list[Pair], node_rows: dict[str, dict[str, dict[str, str]]]
+) -> tuple[dict[tuple[str, str], dict[str, str]], int, int]:
+    """The link's edges ((from, to) -> first source row; both ways when undirected), and how
+    many pairs dangled and how many collapsed into an edge already made."""
+    a1, a2 = lk["anchor1"], lk["anchor2"]
+    found: dict[tuple[str, str], dict[str, str]] = {}
+    dangling = collapsed = 0
+    undirected = not truthy(lk["has_direction"])
+    for src, dst, r in pairs:
+        if src not in node_rows[a1] or dst not in node_rows[a2]:
+            dangling += 1
+            continue
+        keys = [(src, dst), (dst, src)] if undirected else [(src, dst)]
+        if keys[0] in found:
+            collapsed += 1
+        for key in keys:
+            found.setdefault(key, r)
+    return found, dangling, collapsed
+
+
 def expected_counts(sample: Path) -> dict[str, object]:
     model, data = sample / "model", sample / "data"
     anchors = [r["noun"].strip() for r in read_csv(model / "Anchors.csv") if r["noun"].strip()]
@@ -889,35 +939,9 @@ def expected_counts(sample: Path) -> dict[str, object]:
     collapsed: dict[str, int] = {}
     link_files = {p.stem[len("Link_") :].lower(): p for p in data.glob("Link_*.csv")}
     for lk in links:
-        sentence, a1, a2 = lk["sentence"], lk["anchor1"], lk["anchor2"]
-        pairs: list[tuple[str, str, dict[str, str]]] = []
-        column = lk["anchor1_link_column_name"].strip()
-        if column:
-            for nid, r in node_rows[a1].items():
-                pairs += [
-                    (nid, target.strip(), {}) for target in cell(r, column).split(",") if target.strip()
-                ]
-        table = link_files.get(sentence.lower()) or link_files.get(f"{a1}_{a2}".lower())
-        if table is not None:
-            rows = read_csv(table)
-            pairs += [(cell(r, "from_node_id"), cell(r, "to_node_id"), r) for r in rows]
-            known = {"from_node_id", "to_node_id", "edge_label", *link_described.get(sentence, ())}
-            extra = [c for c in (rows[0].keys() if rows else []) if c not in known]
-            if extra:
-                undescribed[table.stem] = extra
-        found: dict[tuple[str, str], dict[str, str]] = {}
-        dangling[sentence] = collapsed[sentence] = 0
-        undirected = not truthy(lk["has_direction"])
-        for src, dst, r in pairs:
-            if src not in node_rows[a1] or dst not in node_rows[a2]:
-                dangling[sentence] += 1
-                continue
-            keys = [(src, dst), (dst, src)] if undirected else [(src, dst)]
-            if keys[0] in found:
-                collapsed[sentence] += 1
-            for key in keys:
-                found.setdefault(key, r)
-        edges[sentence] = found
+        sentence = lk["sentence"]
+        pairs = link_pairs(lk, node_rows, link_files, link_described, undescribed)
+        edges[sentence], dangling[sentence], collapsed[sentence] = link_edges(lk, pairs, node_rows)
 
     texts: dict[str, list[str]] = {}
     for noun, name in embeddable_nodes:
