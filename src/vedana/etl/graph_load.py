@@ -214,7 +214,7 @@ def _load_graph(
     """The totals come from the groups the read asks for anyway (the nodes' here, the edges'
     aside once the first edge write comes), not from a scan of each table before the first
     write: that scan kept the graph idle for a twentieth of a load of every row."""
-    node_groups = GroupsAside(conn, "nodes", rows, race=True).result()
+    node_groups = staged_groups(conn, "nodes", rows)
     for name in sorted({group.names[0] for group in node_groups if not group.deleted}):
         quote_name(name)  # refuse an unusable label before anything is written
     changes = GraphChanges()
