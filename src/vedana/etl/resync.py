@@ -13,9 +13,11 @@ this holds, else the full one (and says why):
 
 - the data model, the tables and their columns, and the normalising rules are the same, the last
   sync made no duplicate edge, and staging is as it left it;
-- every anchor table's maps are the same as before (no anchor row added or removed, changed ones
-  keep their ids and display values), so every reference resolves as it did and unchanged rows
-  produce what they produced;
+- every anchor table's maps hold what they held (no anchor row removed, changed ones keep their
+  ids and display values), so every reference resolves as it did and unchanged rows produce what
+  they produced. Rows may be added to an anchor table when their ids and display values are
+  new to every anchor and the last sync resolved every reference (one that did not might name
+  an added row now);
 - every changed, added or removed row produced exactly its keys, before and after (nothing to
   count but the row itself), and no new edge repeats another row's edge;
 - no table or link column starts or stops contributing to a link (the report lists those).
@@ -49,7 +51,7 @@ from vedana.etl.normalize import (
     _row_node_id,
     label_text,
 )
-from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
+from vedana.etl.report import DANGLING, DUPLICATE_EDGE, UNRESOLVED_REF, SyncReport, TypeReport
 from vedana.sources.base import RawTable, RowDigests, differing, row_digest
 from vedana.stores.sync_rows import PackedOutcomes, pack_outcomes, unpack_outcomes
 
@@ -464,10 +466,13 @@ def plan_incremental(
 
     out = Plan()
     scans: dict[str, _Scan] = {}
+    added: dict[str, list[str]] = {}  # noun -> ids of the anchor rows new to its table
     for anchor, table in plan.anchors:
         scan = _scan(table, stored[table.name])
-        _rebuild_maps(normalizer, anchor.noun, table, scan, stored[table.name])
+        added[anchor.noun] = _rebuild_maps(normalizer, anchor.noun, table, scan, stored[table.name])
         scans[table.name] = scan
+    if any(added.values()):
+        _check_added_ids(normalizer, summary, added)
     for table, _ in links:
         scans[table.name] = _scan(table, stored[table.name])
 
@@ -575,10 +580,17 @@ def _normalise_changed(
     return recorder, fresh
 
 
-def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Scan, old: TableRows) -> None:
+def _rebuild_maps(
+    normalizer: Normalizer, noun: str, table: RawTable, scan: _Scan, old: TableRows
+) -> list[str]:
     """The table's id and display maps as `Normalizer.nodes` builds them from every row in order,
     here from what the rows recorded; a changed row must still give what it recorded (its ids and
-    display cells are read to check), else `FullSync`: a reference anywhere may resolve anew."""
+    display cells are read to check), else `FullSync`: a reference anywhere may resolve anew.
+
+    A row new to the table may bring an id, when no other row of the anchor shows its id or
+    display values (as an id or as a display value): then no reference that resolved before
+    resolves otherwise now (`_check_added_ids` rules out the ones that did not resolve). Returns
+    the ids of those rows."""
     id_cols = normalizer.id_columns(noun, table)
     label_cols = normalizer.label_columns(noun, table)
     wanted = [*id_cols, *label_cols]
@@ -586,16 +598,23 @@ def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Sca
         if old.outcomes[j]:
             raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
     texts = _copy_of(scan.outcomes)
+    added: list[tuple[str, str]] = []  # (id, display values) of the rows new to the table
     for row_id, raw in scan.changed:
         cells = table.decode_some(raw, wanted)
         node_id = _row_node_id(cells, id_cols)
         if node_id is None and not id_cols and not _blank(table.decode_raw(raw)):
             node_id = f"{noun}:{row_id}"
-        now = f"{node_id}{_SEP}{label_text(cells, label_cols)}" if node_id is not None else ""
+        shows = label_text(cells, label_cols)
+        now = f"{node_id}{_SEP}{shows}" if node_id is not None else ""
         at = scan.was.get(row_id)
         if at is None:
             if now:
-                raise FullSync(f"{table.name}: rows with ids were added (references may resolve anew)")
+                if not (node_id.isprintable() and shows.replace(_FIELD, "").isprintable()):  # type: ignore[union-attr]
+                    raise FullSync(
+                        f"{table.name}: an added row's id or display values hold control characters"
+                    )
+                added.append((node_id, shows))  # type: ignore[arg-type]
+                texts[scan.positions[row_id]] = f"+{now}{_SEP}"  # as recorded, with no reference yet
             continue
         before = old.outcomes[at]
         if (before[1:].rsplit(_SEP, 1)[0] if before else "") != now:
@@ -617,6 +636,8 @@ def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Sca
             raise FullSync(f"{table.name}: the rows recorded by the last sync do not read back")
         ids += [signed[1:] for signed in fields[0::3]]
         shown += fields[1::3]
+    if added:
+        _check_added_rows(table.name, added, ids, shown)
     normalizer.row_ids[noun].update(zip(keys, ids, strict=True))  # row keys are unique
     unique = set(ids)
     normalizer.ids[noun].update(unique)
@@ -629,6 +650,47 @@ def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Sca
         found = dict(zip(reversed(values), reversed(ids), strict=True))
         found.pop("", None)
         labels[col] = found
+    return [node_id for node_id, _ in added]
+
+
+def _check_added_rows(table: str, added: list[tuple[str, str]], ids: list[str], shown: list[str]) -> None:
+    """Each added row's id and display values are its own: no other row of the table (the table's
+    rows being `ids` and `shown`, added ones included) has one of them as an id or a display
+    value. An id met twice would make duplicates; a value another row has could take a reference
+    that resolved to that row (a map's first row wins; an id beats another column's value)."""
+    names = [{node_id, *filter(None, shows.split(_FIELD))} for node_id, shows in added]
+    wanted = set().union(*names)
+    held: Counter[str] = Counter()  # how many rows have each wanted name
+    for node_id, text in zip(ids, shown, strict=True):
+        if (
+            node_id in wanted
+            or text in wanted
+            or (_FIELD in text and not wanted.isdisjoint(text.split(_FIELD)))
+        ):
+            held.update(wanted.intersection({node_id, *text.split(_FIELD)}))
+    for (node_id, _), own in zip(added, names, strict=True):
+        if any(held[name] != 1 for name in own):
+            raise FullSync(
+                f"{table}: a row added with id {node_id!r} shares its id or a display value with "
+                "another row (references may resolve anew)"
+            )
+
+
+def _check_added_ids(normalizer: Normalizer, summary: dict[str, Any], added: dict[str, list[str]]) -> None:
+    """Rows with ids were added: no reference of the last sync may have failed to resolve (it
+    might name one of them now), and no added id may be another anchor's id too (a link-table
+    row naming it could then be read the other way round)."""
+    for sentence, reading in summary.get("edges", {}).items():
+        skipped = reading.get("skipped", {})
+        if skipped.get(UNRESOLVED_REF) or skipped.get(DANGLING):
+            raise FullSync(
+                f"rows with ids were added and {sentence} had references that did not resolve "
+                "(they may resolve now)"
+            )
+    for noun, new_ids in added.items():
+        for other, ids in normalizer.ids.items():
+            if other != noun and any(node_id in ids for node_id in new_ids):
+                raise FullSync(f"a row added to {noun} has an id that {other} has too")
 
 
 def _subset(table: RawTable, scan: _Scan, recorder: Recorder, *, anchor: bool) -> RawTable:
