@@ -532,6 +532,25 @@ def test_packed_outcomes_read_like_their_list(runs: list[str], monkeypatch: pyte
     assert all(run.count("\x1d") < 3 for run in again[len(runs) - 1 :])  # at most 3 rows a run
 
 
+@pytest.mark.parametrize("runs", [["a\x1db\x1dc", "d"], [""], []])
+def test_packed_outcomes_extended_by_empty_rows(runs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows added at the end of a file: the kept outcomes and as many empty ones after them, set
+    and packed like the list, the original left as it was."""
+    from vedana.stores import sync_rows
+    from vedana.stores.sync_rows import _RUN_SEPARATOR, PackedOutcomes
+
+    monkeypatch.setattr(sync_rows, "_RUN_ROWS", 3)
+    plain = [o for run in runs for o in run.split("\x1d")]
+    kept = PackedOutcomes.stored(_RUN_SEPARATOR.join(runs), len(plain))
+    grown = kept.extended(4)
+    assert len(grown) == len(plain) + 4 and list(grown) == [*plain, "", "", "", ""]
+    grown[len(plain) + 1] = "new"
+    want = [*plain, "", "new", "", ""]
+    assert list(grown) == want and list(kept) == plain
+    assert [o for run in grown.packed_runs() for o in run.split("\x1d")] == want
+    assert all(run.count("\x1d") < 3 for run in grown.packed_runs())  # runs of at most 3 rows
+
+
 @pytest.mark.parametrize("order", ["in order", "out of order"])
 def test_link_outcomes_packed_in_runs_are_the_outcomes(order: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A CSV link table's outcomes are packed a run at a time while they come in row order; a row

@@ -361,27 +361,40 @@ class _Scan:
 def _scan(table: RawTable, old: TableRows) -> _Scan:
     """Every row's digest against the kept one: which rows are new, changed or gone."""
     bulk = table.digests()
-    if bulk is not None and bulk.keys == old.keys:
-        return _scan_in_place(bulk, old)
+    if bulk is not None:
+        if bulk.keys == old.keys:
+            return _scan_in_place(bulk, old)
+        if len(bulk.keys) > len(old.keys) and bulk.keys[: len(old.keys)] == old.keys:
+            return _scan_in_place(bulk, old, added=len(bulk.keys) - len(old.keys))
     return _scan_rows(table, old, bulk)
 
 
-def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
-    """The same row keys in the same order (the usual edit): compare digests a block at a time,
-    row by row only within blocks that differ."""
+def _scan_in_place(bulk: RowDigests, old: TableRows, *, added: int = 0) -> _Scan:
+    """The same row keys in the same order (the usual edit), and `added` rows after them (a file
+    that grew at the end): compare digests a block at a time, row by row only within blocks that
+    differ; the added rows are new."""
     low, high = bulk.low, bulk.high
-    scan = _Scan(bulk.keys, low, high, _copy_of(old.outcomes))
-    differ = set(differing(low, old.low))
-    differ.update(differing(high, old.high))
-    positions = sorted(differ)
+    kept = len(old.keys)
+    outcomes = _copy_of(old.outcomes)
+    if added:
+        outcomes = (
+            outcomes.extended(added) if isinstance(outcomes, PackedOutcomes) else outcomes + [""] * added
+        )
+    scan = _Scan(bulk.keys, low, high, outcomes)
+    differ = set(differing(low[:kept] if added else low, old.low))
+    differ.update(differing(high[:kept] if added else high, old.high))
+    positions = [*sorted(differ), *range(kept, kept + added)]
     raws = bulk.fetch(positions)
     for i, raw in zip(positions, raws, strict=True):
         key = bulk.keys[i]
-        scan.stale.append(i)
-        scan.was[key] = scan.positions[key] = i
+        if i < kept:
+            scan.stale.append(i)
+            scan.was[key] = i
+        scan.positions[key] = i
         scan.outcomes[i] = ""
         scan.changed.append((key, raw))
-    scan.patched = None if old.patched is None else differ | old.patched
+    # A patch covers the rows stored; rows added make the table stored anew.
+    scan.patched = None if old.patched is None or added else differ | old.patched
     return scan
 
 

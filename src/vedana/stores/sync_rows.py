@@ -71,6 +71,15 @@ class PackedOutcomes:
         other._set = dict(self._set)
         return other
 
+    def extended(self, more: int) -> PackedOutcomes:
+        """Another view (as `copy` makes) of these rows and `more` empty ones after them."""
+        runs, starts = self._runs, self._starts
+        if more > 0:
+            runs, starts = [*runs, pack_outcomes([""] * more)], array("q", [*starts, self._count])
+        other = PackedOutcomes(runs, starts, self._count + max(more, 0))
+        other._set = dict(self._set)
+        return other
+
     def __len__(self) -> int:
         return self._count
 
