@@ -175,6 +175,21 @@ def _new_interests(data: Path) -> None:
     _change("Link_person_has_interest", fn)(data)
 
 
+def _drop_person(which: int, *, with_links: bool) -> Edit:
+    """Person `which` (a row index) leaves the club; `with_links`: their interests go too."""
+
+    def edit(data: Path) -> None:
+        header, rows = _rows(data / "Anchor_person.csv")
+        person = rows.pop(which)[header.index("person_id")]
+        _write(data / "Anchor_person.csv", header, rows)
+        if with_links:
+            _change("Link_person_has_interest", lambda h, rows: [r for r in rows if person not in r[:2]])(
+                data
+            )
+
+    return edit
+
+
 CASES: dict[str, tuple[Edit, bool]] = {
     # edit -> whether the incremental path applies
     "text and numbers in every table": (_one_percent, True),
@@ -185,6 +200,9 @@ CASES: dict[str, tuple[Edit, bool]] = {
     "a referenced anchor's id changed": (_set("Anchor_city", 1, "city_id", "city:moved"), False),
     "a duplicate id made": (_set("Anchor_interest", 4, "interest_id", "interest:0001"), False),
     "anchor rows deleted": (_change("Anchor_interest", lambda h, rows: rows[:-2]), False),
+    # Nothing else names the last person once their interests go (their city is theirs to name).
+    "a person and their interests deleted": (_drop_person(-1, with_links=True), True),
+    "a person deleted whose interests stay": (_drop_person(-1, with_links=False), False),
     # A CSV folder's references name ids, never display values: a copy of another city's name
     # and country takes no reference from it.
     "anchor rows added": (
@@ -387,6 +405,16 @@ GRIST_EDITS = {
         " VALUES (1000, 1000, 'city:new', 'Newtown', 'Florin');"
         " UPDATE Anchor_person SET person_city = 1000 WHERE id = 4",
         True,
+    ),
+    "a person and their interests deleted": (
+        "DELETE FROM Link_person_has_interest WHERE from_node_id = (SELECT person_id FROM Anchor_person"
+        " WHERE id = 5) OR to_node_id = (SELECT person_id FROM Anchor_person WHERE id = 5);"
+        " DELETE FROM Anchor_person WHERE id = 5",
+        True,
+    ),
+    "a city deleted that people live in": (
+        "DELETE FROM Anchor_city WHERE id = (SELECT person_city FROM Anchor_person WHERE person_city > 0 LIMIT 1)",
+        False,
     ),
     "a city added with another city's id": (
         "INSERT INTO Anchor_city (id, manualSort, city_id, city_name, city_country)"

@@ -13,11 +13,12 @@ this holds, else the full one (and says why):
 
 - the data model, the tables and their columns, and the normalising rules are the same, the last
   sync made no duplicate edge, and staging is as it left it;
-- every anchor table's maps hold what they held (no anchor row removed, changed ones keep their
-  ids and display values), so every reference resolves as it did and unchanged rows produce what
-  they produced. Rows may be added to an anchor table when their ids and display values are
-  new to every anchor and the last sync resolved every reference (one that did not might name
-  an added row now);
+- every anchor table's maps hold what they held (changed rows keep their ids and display
+  values), so every reference resolves as it did and unchanged rows produce what they produced.
+  Rows may be added to an anchor table when their ids and display values are new to every
+  anchor and the last sync resolved every reference (one that did not might name an added row
+  now); rows may go when no other row named them (no live edge at their node but those the
+  changed and removed rows made);
 - every changed, added or removed row produced exactly its keys, before and after (nothing to
   count but the row itself), and no new edge repeats another row's edge;
 - no table or link column starts or stops contributing to a link (the report lists those).
@@ -480,9 +481,11 @@ def plan_incremental(
     out = Plan()
     scans: dict[str, _Scan] = {}
     added: dict[str, list[str]] = {}  # noun -> ids of the anchor rows new to its table
+    removed: list[tuple[str, str]] = []  # (noun, id) of the anchor rows gone from their table
     for anchor, table in plan.anchors:
         scan = _scan(table, stored[table.name])
-        added[anchor.noun] = _rebuild_maps(normalizer, anchor.noun, table, scan, stored[table.name])
+        added[anchor.noun], gone = _rebuild_maps(normalizer, anchor.noun, table, scan, stored[table.name])
+        removed += [(anchor.noun, node_id) for node_id in gone]
         scans[table.name] = scan
     if any(added.values()):
         _check_added_ids(normalizer, summary, added)
@@ -492,6 +495,8 @@ def plan_incremental(
     contributors = {s: Counter(c) for s, c in summary.get("contributors", {}).items()}
     delta: Counter[tuple[str, str]] = Counter()
     _take_out(normalizer, plan, links, scans, stored, out, contributors, delta)
+    if removed:
+        _check_removed_ids(conn, normalizer, removed, out)
     recorder, fresh = _normalise_changed(normalizer, plan, links, scans, out, contributors, delta)
     if not recorder.sound:
         raise FullSync("a changed row's ids hold control characters")
@@ -595,21 +600,25 @@ def _normalise_changed(
 
 def _rebuild_maps(
     normalizer: Normalizer, noun: str, table: RawTable, scan: _Scan, old: TableRows
-) -> list[str]:
+) -> tuple[list[str], list[str]]:
     """The table's id and display maps as `Normalizer.nodes` builds them from every row in order,
     here from what the rows recorded; a changed row must still give what it recorded (its ids and
     display cells are read to check), else `FullSync`: a reference anywhere may resolve anew.
 
     A row new to the table may bring an id, when no other row of the anchor shows its id or
     display values (as an id or as a display value): then no reference that resolved before
-    resolves otherwise now (`_check_added_ids` rules out the ones that did not resolve). Returns
-    the ids of those rows."""
+    resolves otherwise now (`_check_added_ids` rules out the ones that did not resolve). A row
+    may go away when nothing that stays named it (`_check_removed_ids`). Returns the ids of the
+    rows added and of those removed."""
     id_cols = normalizer.id_columns(noun, table)
     label_cols = normalizer.label_columns(noun, table)
     wanted = [*id_cols, *label_cols]
+    removed = []
     for j in scan.removed:
-        if old.outcomes[j]:
-            raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
+        if text := old.outcomes[j]:
+            if text[0] != "+":  # a duplicate id, or a row that said more than its keys
+                raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
+            removed.append(text[1:].split(_SEP, 1)[0])
     texts = _copy_of(scan.outcomes)
     added: list[tuple[str, str]] = []  # (id, display values) of the rows new to the table
     for row_id, raw in scan.changed:
@@ -663,7 +672,9 @@ def _rebuild_maps(
         found = dict(zip(reversed(values), reversed(ids), strict=True))
         found.pop("", None)
         labels[col] = found
-    return [node_id for node_id, _ in added]
+    if removed and not normalizer.ids[noun].isdisjoint(removed):
+        raise FullSync(f"{table.name}: a removed row's id is held by another row (a duplicate before)")
+    return [node_id for node_id, _ in added], removed
 
 
 def _check_added_rows(table: str, added: list[tuple[str, str]], ids: list[str], shown: list[str]) -> None:
@@ -687,6 +698,18 @@ def _check_added_rows(table: str, added: list[tuple[str, str]], ids: list[str], 
                 f"{table}: a row added with id {node_id!r} shares its id or a display value with "
                 "another row (references may resolve anew)"
             )
+
+
+def _check_removed_ids(
+    conn: Connection, normalizer: Normalizer, removed: list[tuple[str, str]], out: Plan
+) -> None:
+    """Anchor rows went away: every live edge at one of their nodes must be one the changed and
+    removed rows made (taken out with them). An edge another row made means that row named the
+    node (by id or display value) and would resolve otherwise now: the whole reading finds how."""
+    from vedana.stores.staging_write import live_edges_touching
+
+    if live_edges_touching(conn, removed) - out.old_edges:
+        raise FullSync("rows with ids were removed that other rows name (references resolve anew)")
 
 
 def _check_added_ids(normalizer: Normalizer, summary: dict[str, Any], added: dict[str, list[str]]) -> None:
