@@ -190,6 +190,20 @@ def _drop_person(which: int, *, with_links: bool) -> Edit:
     return edit
 
 
+def _insert_person(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+    """A new person in the middle of the file (a sorted export): every later line moves down."""
+    person = dict(zip(header, rows[0], strict=True))
+    person.update(person_id="person:middle", person_name="Mid Dle")
+    return [*rows[:20], [person[h] for h in header], *rows[20:]]
+
+
+def _shuffle_and_rename(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+    """The file sorted the other way round, and one person renamed on the way."""
+    rows = rows[::-1]
+    rows[7][header.index("person_name")] = "Re Named"
+    return rows
+
+
 CASES: dict[str, tuple[Edit, bool]] = {
     # edit -> whether the incremental path applies
     "text and numbers in every table": (_one_percent, True),
@@ -203,6 +217,17 @@ CASES: dict[str, tuple[Edit, bool]] = {
     # Nothing else names the last person once their interests go (their city is theirs to name).
     "a person and their interests deleted": (_drop_person(-1, with_links=True), True),
     "a person deleted whose interests stay": (_drop_person(-1, with_links=False), False),
+    # A CSV line that moved is the row it was (found by its digest), when its key does not matter.
+    "a person inserted mid-file": (_change("Anchor_person", _insert_person), True),
+    "a person and their interests deleted mid-file": (_drop_person(10, with_links=True), True),
+    "people in reverse order, one renamed": (_change("Anchor_person", _shuffle_and_rename), True),
+    "link rows in reverse order, one noted anew": (
+        _both(
+            _change("Link_person_has_interest", lambda h, rows: rows[::-1]),
+            _set("Link_person_has_interest", 3, "note", "Anew."),
+        ),
+        True,
+    ),
     # A CSV folder's references name ids, never display values: a copy of another city's name
     # and country takes no reference from it.
     "anchor rows added": (

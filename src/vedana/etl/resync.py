@@ -8,7 +8,10 @@ link and oriented ends ("" when it made no edge or had more to say).
 
 The next sync reads and hashes every row (CSV folders: checksums over the file's lines, in C) and
 rebuilds the id / display maps of every anchor table: unchanged rows from what they recorded,
-changed rows from their id and display columns. It then takes the incremental path when all of
+changed rows from their id and display columns. A CSV file's rows are keyed by their line: when
+lines were inserted or removed before its end, a line is matched to the kept one with its digest
+wherever it moved (for tables whose rows do not depend on their place), and an edited anchor row
+to the one that had its id. It then takes the incremental path when all of
 this holds, else the full one (and says why):
 
 - the data model, the tables and their columns, and the normalising rules are the same, the last
@@ -357,20 +360,77 @@ class _Scan:
     removed: list[int] = field(default_factory=list)  # old positions of rows gone
     was: dict[int, int] = field(default_factory=dict)  # changed row_id -> its old position
     patched: set[int] | None = None  # in place: positions differing from the packed rows stored
+    moved: bool = False  # rows matched by digest, wherever they are (`_scan_lines`)
 
 
-def _scan(table: RawTable, old: TableRows) -> _Scan:
-    """Every row's digest against the kept one: which rows are new, changed or gone."""
+def _scan(table: RawTable, old: TableRows, *, movable: bool = False) -> _Scan:
+    """Every row's digest against the kept one: which rows are new, changed or gone. `movable`:
+    a row's outcome does not depend on its key or on the rows before it (a link row; an anchor
+    row with an id column whose display values are its ids), so a CSV line that moved is the
+    row it was."""
     bulk = table.digests()
-    if bulk is not None:
-        if bulk.keys == old.keys:
-            return _scan_in_place(bulk, old)
-        if len(bulk.keys) > len(old.keys) and bulk.keys[: len(old.keys)] == old.keys:
-            return _scan_in_place(bulk, old, added=len(bulk.keys) - len(old.keys))
+    if bulk is None:
+        return _scan_rows(table, old, bulk)
+    kept = len(old.keys)
+
+    def lines() -> bool:
+        return movable and _are_lines(bulk.keys) and _are_lines(old.keys)
+
+    if bulk.keys[:kept] == old.keys:  # the same keys, maybe more after them
+        low_differ = differing(bulk.low[:kept], old.low)
+        if not movable or len(low_differ) * _MOVED_SHARE <= kept or not lines():
+            return _scan_in_place(bulk, old, added=len(bulk.keys) - kept, low_differ=low_differ)
+    if lines():
+        return _scan_lines(bulk, old)
     return _scan_rows(table, old, bulk)
 
 
-def _scan_in_place(bulk: RowDigests, old: TableRows, *, added: int = 0) -> _Scan:
+# Lines differing in place beyond this share (1/n) of a file's kept lines: lines were inserted or
+# removed before its end (or much of it rewritten), and its lines are matched by digest instead.
+_MOVED_SHARE = 20
+
+
+def _are_lines(keys: array) -> bool:
+    """Row keys 1..n in order: a CSV file's records, keyed by where they are, not what they are."""
+    return not keys or (
+        keys[0] == 1 and keys[-1] == len(keys) and keys == array("q", range(1, len(keys) + 1))
+    )
+
+
+def _scan_lines(bulk: RowDigests, old: TableRows) -> _Scan:
+    """A CSV file whose lines moved (some inserted or removed before its end): a line whose
+    digest a kept line had is that row, wherever it is now (the first such line not matched yet);
+    the other lines are new and the kept lines not matched are gone. An edited anchor row is one
+    gone and one new here, paired again by its id (`_rebuild_maps`)."""
+    kept: dict[tuple[int, int], list[int]] = {}
+    for j, digest in enumerate(zip(old.low, old.high, strict=True)):
+        kept.setdefault(digest, []).append(j)
+    for positions in kept.values():
+        positions.reverse()  # popped from the end: the first kept line first
+    outcomes: list[str] = []
+    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, moved=True)
+    seen = bytearray(len(old.keys))
+    fresh: list[int] = []
+    for i, digest in enumerate(zip(bulk.low, bulk.high, strict=True)):
+        found = kept.get(digest)
+        if found:
+            j = found.pop()
+            seen[j] = 1
+            outcomes.append(old.outcomes[j])
+        else:
+            fresh.append(i)
+            outcomes.append("")
+    for i, raw in zip(fresh, bulk.fetch(fresh), strict=True):
+        key = bulk.keys[i]
+        scan.positions[key] = i
+        scan.changed.append((key, raw))
+    scan.removed = [j for j in range(len(old.keys)) if not seen[j]]
+    return scan
+
+
+def _scan_in_place(
+    bulk: RowDigests, old: TableRows, *, added: int = 0, low_differ: list[int] | None = None
+) -> _Scan:
     """The same row keys in the same order (the usual edit), and `added` rows after them (a file
     that grew at the end): compare digests a block at a time, row by row only within blocks that
     differ; the added rows are new."""
@@ -382,8 +442,8 @@ def _scan_in_place(bulk: RowDigests, old: TableRows, *, added: int = 0) -> _Scan
             outcomes.extended(added) if isinstance(outcomes, PackedOutcomes) else outcomes + [""] * added
         )
     scan = _Scan(bulk.keys, low, high, outcomes)
-    differ = set(differing(low[:kept] if added else low, old.low))
-    differ.update(differing(high[:kept] if added else high, old.high))
+    differ = set(differing(low[:kept], old.low) if low_differ is None else low_differ)
+    differ.update(differing(high[:kept], old.high))
     positions = [*sorted(differ), *range(kept, kept + added)]
     raws = bulk.fetch(positions)
     for i, raw in zip(positions, raws, strict=True):
@@ -483,14 +543,17 @@ def plan_incremental(
     added: dict[str, list[str]] = {}  # noun -> ids of the anchor rows new to its table
     removed: list[tuple[str, str]] = []  # (noun, id) of the anchor rows gone from their table
     for anchor, table in plan.anchors:
-        scan = _scan(table, stored[table.name])
+        # Key-free rows: an id column, and display values (a map's first row wins) only from it.
+        id_cols = normalizer.id_columns(anchor.noun, table)
+        movable = bool(id_cols) and set(normalizer.label_columns(anchor.noun, table)) <= set(id_cols)
+        scan = _scan(table, stored[table.name], movable=movable)
         added[anchor.noun], gone = _rebuild_maps(normalizer, anchor.noun, table, scan, stored[table.name])
         removed += [(anchor.noun, node_id) for node_id in gone]
         scans[table.name] = scan
     if any(added.values()):
         _check_added_ids(normalizer, summary, added)
     for table, _ in links:
-        scans[table.name] = _scan(table, stored[table.name])
+        scans[table.name] = _scan(table, stored[table.name], movable=True)
 
     contributors = {s: Counter(c) for s, c in summary.get("contributors", {}).items()}
     delta: Counter[tuple[str, str]] = Counter()
@@ -613,12 +676,10 @@ def _rebuild_maps(
     id_cols = normalizer.id_columns(noun, table)
     label_cols = normalizer.label_columns(noun, table)
     wanted = [*id_cols, *label_cols]
-    removed = []
+    gone: dict[str, int] = {}  # id -> old position, of the rows no longer there
     for j in scan.removed:
         if text := old.outcomes[j]:
-            if text[0] != "+":  # a duplicate id, or a row that said more than its keys
-                raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
-            removed.append(text[1:].split(_SEP, 1)[0])
+            gone.setdefault(text[1:].split(_SEP, 1)[0], j)
     texts = _copy_of(scan.outcomes)
     added: list[tuple[str, str]] = []  # (id, display values) of the rows new to the table
     for row_id, raw in scan.changed:
@@ -629,6 +690,10 @@ def _rebuild_maps(
         shows = label_text(cells, label_cols)
         now = f"{node_id}{_SEP}{shows}" if node_id is not None else ""
         at = scan.was.get(row_id)
+        if at is None and scan.moved and node_id in gone:  # a row edited where lines moved
+            at = scan.was[row_id] = gone.pop(node_id)
+            scan.stale.append(at)
+            scan.removed.remove(at)
         if at is None:
             if now:
                 if not (node_id.isprintable() and shows.replace(_FIELD, "").isprintable()):  # type: ignore[union-attr]
@@ -642,6 +707,12 @@ def _rebuild_maps(
         if (before[1:].rsplit(_SEP, 1)[0] if before else "") != now:
             raise FullSync(f"{table.name}: ids or display values changed (references may resolve anew)")
         texts[scan.positions[row_id]] = before
+    removed = []
+    for j in scan.removed:
+        if text := old.outcomes[j]:
+            if text[0] != "+":  # a duplicate id, or a row that said more than its keys
+                raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
+            removed.append(text[1:].split(_SEP, 1)[0])
     # Every row as it recorded itself: "±<id>␞<display values>␞<references>", "" if skipped.
     # Ids, display values and references hold no separator (the recorder vouched for that), so
     # every recorded row is three fields: a slice of rows at a time (memory), split at once in C.
@@ -662,6 +733,8 @@ def _rebuild_maps(
         _check_added_rows(table.name, added, ids, shown)
     normalizer.row_ids[noun].update(zip(keys, ids, strict=True))  # row keys are unique
     unique = set(ids)
+    if scan.moved and len(unique) != len(ids):  # which of two rows with one id comes first moved
+        raise FullSync(f"{table.name}: rows moved in a table whose ids repeat")
     normalizer.ids[noun].update(unique)
     if len(unique) != len(ids):
         normalizer.repeated_ids[noun].update(i for i, n in Counter(ids).items() if n > 1)
