@@ -420,9 +420,6 @@ def _cities_shown_by_node_id(data: Path) -> None:
     _set("Anchor_person", 1, "person_city", "shared")(data)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="lines moved in a table whose display values repeat keep the old first row"
-)
 def test_moved_rows_whose_display_values_repeat(
     settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
 ) -> None:

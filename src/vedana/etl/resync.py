@@ -738,16 +738,32 @@ def _rebuild_maps(
     normalizer.ids[noun].update(unique)
     if len(unique) != len(ids):
         normalizer.repeated_ids[noun].update(i for i, n in Counter(ids).items() if n > 1)
-    labels = normalizer.labels[noun]
+    _display_maps(normalizer.labels[noun], label_cols, ids, shown, table.name, moved=scan.moved)
+    if removed and not normalizer.ids[noun].isdisjoint(removed):
+        raise FullSync(f"{table.name}: a removed row's id is held by another row (a duplicate before)")
+    return [node_id for node_id, _ in added], removed
+
+
+def _display_maps(
+    labels: dict[str, dict[str, str]],
+    label_cols: list[str],
+    ids: list[str],
+    shown: list[str],
+    table: str,
+    *,
+    moved: bool,
+) -> None:
+    """Each display column's map, value -> id, from every row's id and display values in order."""
     for c, col in enumerate(label_cols):
         values = shown if len(label_cols) == 1 else [v.split(_FIELD)[c] for v in shown]
         # The first row showing a value wins: later rows are written first, earlier ones over them.
         found = dict(zip(reversed(values), reversed(ids), strict=True))
         found.pop("", None)
+        if moved and len(found) != len(values) - values.count(""):
+            # A value two rows show names the first of them: moved lines may change which.
+            # (Unique ids do not rule it out when the display column is a second id column.)
+            raise FullSync(f"{table}: rows moved in a table whose display values repeat")
         labels[col] = found
-    if removed and not normalizer.ids[noun].isdisjoint(removed):
-        raise FullSync(f"{table.name}: a removed row's id is held by another row (a duplicate before)")
-    return [node_id for node_id, _ in added], removed
 
 
 def _check_added_rows(table: str, added: list[tuple[str, str]], ids: list[str], shown: list[str]) -> None:
