@@ -541,9 +541,6 @@ UPDATE _grist_Tables_column SET type = 'Ref:Anchor_interest'
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a removed row's Ref in a dangling link row is counted dangling, not unresolved"
-)
 def test_a_person_removed_whom_a_dangling_link_row_references(
     settings: Settings, pg_engine: Engine, grist_kb: Path, tmp_path: Path
 ) -> None:

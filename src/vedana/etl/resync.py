@@ -559,7 +559,7 @@ def plan_incremental(
     delta: Counter[tuple[str, str]] = Counter()
     _take_out(normalizer, plan, links, scans, stored, out, contributors, delta)
     if removed:
-        _check_removed_ids(conn, normalizer, removed, out)
+        _check_removed_ids(conn, normalizer, removed, out, links, summary)
     recorder, fresh = _normalise_changed(normalizer, plan, links, scans, out, contributors, delta)
     if not recorder.sound:
         raise FullSync("a changed row's ids hold control characters")
@@ -790,13 +790,34 @@ def _check_added_rows(table: str, added: list[tuple[str, str]], ids: list[str], 
 
 
 def _check_removed_ids(
-    conn: Connection, normalizer: Normalizer, removed: list[tuple[str, str]], out: Plan
+    conn: Connection,
+    normalizer: Normalizer,
+    removed: list[tuple[str, str]],
+    out: Plan,
+    links: list[tuple[RawTable, list[Any]]],
+    summary: dict[str, Any],
 ) -> None:
     """Anchor rows went away: every live edge at one of their nodes must be one the changed and
     removed rows made (taken out with them). An edge another row made means that row named the
-    node (by id or display value) and would resolve otherwise now: the whole reading finds how."""
+    node (by id or display value) and would resolve otherwise now: the whole reading finds how.
+
+    A link-table row whose end is a reference (a Grist Ref, by row id) to one of them names it
+    without an edge when its ends did not fit the link (`dangling endpoint`): now the reference
+    does not resolve, which counts otherwise (`unresolved reference`)."""
     from vedana.stores.staging_write import live_edges_touching
 
+    nouns = {noun for noun, _ in removed}
+    dangled = {s for s, r in summary.get("edges", {}).items() if r.get("skipped", {}).get(DANGLING)}
+    contributors = summary.get("contributors", {})
+    for table, _ in links:
+        ends = (table.column(FROM), table.column(TO))
+        if any(c is not None and normalizer._noun_of_table(c.ref_table) in nouns for c in ends) and any(
+            contributors.get(sentence, {}).get(table.name) for sentence in dangled
+        ):
+            raise FullSync(
+                f"rows with ids were removed and {table.name} had dangling rows whose references "
+                "may name them (they would not resolve now)"
+            )
     if live_edges_touching(conn, removed) - out.old_edges:
         raise FullSync("rows with ids were removed that other rows name (references resolve anew)")
 
