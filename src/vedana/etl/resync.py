@@ -676,10 +676,11 @@ def _rebuild_maps(
     id_cols = normalizer.id_columns(noun, table)
     label_cols = normalizer.label_columns(noun, table)
     wanted = [*id_cols, *label_cols]
-    gone: dict[str, int] = {}  # id -> old position, of the rows no longer there
-    for j in scan.removed:
+    gone: dict[str, int] = {}  # id -> old position, of the rows no longer there (lines moved)
+    for j in scan.removed if scan.moved else ():
         if text := old.outcomes[j]:
             gone.setdefault(text[1:].split(_SEP, 1)[0], j)
+    paired: set[int] = set()  # old positions of rows edited where lines moved
     texts = _copy_of(scan.outcomes)
     added: list[tuple[str, str]] = []  # (id, display values) of the rows new to the table
     for row_id, raw in scan.changed:
@@ -693,7 +694,7 @@ def _rebuild_maps(
         if at is None and scan.moved and node_id in gone:  # a row edited where lines moved
             at = scan.was[row_id] = gone.pop(node_id)
             scan.stale.append(at)
-            scan.removed.remove(at)
+            paired.add(at)
         if at is None:
             if now:
                 if not (node_id.isprintable() and shows.replace(_FIELD, "").isprintable()):  # type: ignore[union-attr]
@@ -707,6 +708,8 @@ def _rebuild_maps(
         if (before[1:].rsplit(_SEP, 1)[0] if before else "") != now:
             raise FullSync(f"{table.name}: ids or display values changed (references may resolve anew)")
         texts[scan.positions[row_id]] = before
+    if paired:  # once, not a list.remove per row: many rows edited where lines moved
+        scan.removed = [j for j in scan.removed if j not in paired]
     removed = []
     for j in scan.removed:
         if text := old.outcomes[j]:
