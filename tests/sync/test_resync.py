@@ -838,3 +838,26 @@ def test_rows_kept_whole_the_old_way_are_stored_in_runs_again(
         _, again = sync_rows.load_rows(conn, "src")
     assert list(again["Link_a"].outcomes) == ["a", "b", "c", "d", "e"]
     assert again["Link_a"].patched == set()
+
+
+def test_moved_lines_are_matched_by_digest_in_order() -> None:
+    """Lines that moved are matched to the kept lines by digest: a digest kept on several lines
+    (blank rows, say) is matched the n-th new one to the n-th kept one; a line no kept one had is
+    new, and a kept one not matched is gone."""
+    from vedana.etl.resync import _scan_lines
+    from vedana.sources.base import RowDigests
+    from vedana.stores.sync_rows import TableRows
+
+    def digests(*names: str) -> tuple[array, array, array]:
+        return (
+            array("q", range(1, len(names) + 1)),
+            array("I", (ord(n[0]) for n in names)),
+            array("I", (ord(n[-1]) for n in names)),
+        )
+
+    old = TableRows(*digests("A", "B", "A", "C", "D"), ["a1", "b", "a2", "c", "d"])
+    bulk = RowDigests(*digests("A", "A", "C", "E", "B", "A"), fetch=lambda at: [f"raw{i}" for i in at])
+    scan = _scan_lines(bulk, old)
+    assert list(scan.outcomes) == ["a1", "a2", "c", "", "b", ""]
+    assert scan.changed == [(4, "raw3"), (6, "raw5")] and scan.positions == {4: 3, 6: 5}
+    assert scan.removed == [4] and scan.moved

@@ -402,11 +402,18 @@ def _scan_lines(bulk: RowDigests, old: TableRows) -> _Scan:
     digest a kept line had is that row, wherever it is now (the first such line not matched yet);
     the other lines are new and the kept lines not matched are gone. An edited anchor row is one
     gone and one new here, paired again by its id (`_rebuild_maps`)."""
-    kept: dict[tuple[int, int], list[int]] = {}
-    for j, digest in enumerate(zip(old.low, old.high, strict=True)):
-        kept.setdefault(digest, []).append(j)
-    for positions in kept.values():
-        positions.reverse()  # popped from the end: the first kept line first
+    # Each digest as one int (a dict of them: ~120 MB at 1M rows where (low, high) tuples with a
+    # list of positions each took ~285 MB), mapped to its first kept line not matched yet.
+    kept = _joined(old)
+    first = dict(zip(reversed(kept), range(len(kept) - 1, -1, -1), strict=True))
+    later: dict[int, list[int]] = {}  # a digest kept on several lines (blank ones): the others
+    if len(first) != len(kept):
+        for j, digest in enumerate(kept):
+            if first[digest] != j:
+                later.setdefault(digest, []).append(j)
+        for positions in later.values():
+            positions.reverse()  # popped from the end: the next kept line first
+    del kept
     outcomes: list[str] = []
     scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, moved=True)
     seen = bytearray(len(old.keys))
@@ -415,21 +422,34 @@ def _scan_lines(bulk: RowDigests, old: TableRows) -> _Scan:
     # shuffled file (a run of 4096 rows per row: minutes at 1M rows), so unpacked once. The
     # strings are those `outcomes` keeps anyway; the list of them is 8 bytes a row more.
     before = list(old.outcomes) if isinstance(old.outcomes, PackedOutcomes) else old.outcomes
-    for i, digest in enumerate(zip(bulk.low, bulk.high, strict=True)):
-        found = kept.get(digest)
-        if found:
-            j = found.pop()
-            seen[j] = 1
-            outcomes.append(before[j])
-        else:
+    pop = first.pop
+    for i, digest in enumerate(_joined(bulk)):
+        j = pop(digest, -1)
+        if j < 0:
             fresh.append(i)
             outcomes.append("")
+            continue
+        if later and digest in later:
+            rest = later[digest]
+            first[digest] = rest.pop()
+            if not rest:
+                del later[digest]
+        seen[j] = 1
+        outcomes.append(before[j])
     for i, raw in zip(fresh, bulk.fetch(fresh), strict=True):
         key = bulk.keys[i]
         scan.positions[key] = i
         scan.changed.append((key, raw))
     scan.removed = [j for j in range(len(old.keys)) if not seen[j]]
     return scan
+
+
+_HIGH = 1 << 32
+
+
+def _joined(rows: RowDigests | TableRows) -> list[int]:
+    """Each row's digest as one int (its two halves joined), made in C."""
+    return list(map(int.__or__, rows.low, map(_HIGH.__mul__, rows.high)))
 
 
 def _scan_in_place(
