@@ -10,8 +10,8 @@ The next sync reads and hashes every row (CSV folders: checksums over the file's
 rebuilds the id / display maps of every anchor table: unchanged rows from what they recorded,
 changed rows from their id and display columns. A CSV file's rows are keyed by their line: when
 lines were inserted or removed before its end, a line is matched to the kept one with its digest
-wherever it moved (for tables whose rows do not depend on their place), and an edited anchor row
-to the one that had its id. It then takes the incremental path when all of
+wherever it moved (for tables whose rows do not depend on their place: link tables, and anchor
+tables whose ids and display values are unique), and an edited anchor row to the one that had its id. It then takes the incremental path when all of
 this holds, else the full one (and says why):
 
 - the data model, the tables and their columns, and the normalising rules are the same, the last
@@ -21,7 +21,7 @@ this holds, else the full one (and says why):
   Rows may be added to an anchor table when their ids and display values are new to every
   anchor and the last sync resolved every reference (one that did not might name an added row
   now); rows may go when no other row named them (no live edge at their node but those the
-  changed and removed rows made);
+  changed and removed rows made, and no dangling link row that may reference them by row id);
 - every changed, added or removed row produced exactly its keys, before and after (nothing to
   count but the row itself), and no new edge repeats another row's edge;
 - no table or link column starts or stops contributing to a link (the report lists those).
