@@ -560,6 +560,123 @@ def test_a_person_removed_whom_a_dangling_link_row_references(
     )
 
 
+# Edits of a `.grist` file whose link table's ends are references (`_REF_ENDS`).
+REF_END_EDITS = {
+    "a person and their link rows removed": (
+        "DELETE FROM Link_person_has_interest WHERE from_node_id = 5; DELETE FROM Anchor_person WHERE id = 5",
+        True,
+    ),
+    "a person added with a link row referencing them": (
+        "INSERT INTO Anchor_person (id, person_id, person_name, person_city) VALUES (800, 'person:new', 'New', 1);"
+        " INSERT INTO Link_person_has_interest (id, from_node_id, to_node_id, edge_label)"
+        " VALUES (5000, 800, 2, 'PERSON_has_INTEREST')",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(REF_END_EDITS))
+def test_link_rows_referencing_their_ends_by_row_id(
+    settings: Settings, pg_engine: Engine, grist_kb: Path, tmp_path: Path, case: str
+) -> None:
+    """Link-table ends that are Grist references resolve by row id: anchor rows added and removed
+    with their link rows take the incremental path (no link row dangled)."""
+    statement, incremental = REF_END_EDITS[case]
+    _check_grist_edit(settings, pg_engine, grist_kb, tmp_path, statement, incremental, base=_REF_ENDS)
+
+
+def _people_who_know_people(kb: Path, tmp_path: Path) -> Path:
+    """The knowledge base and an undirected person–person link: each second person knows the next,
+    each person the one three on, and one person themselves (an edge to oneself, made once)."""
+    base = tmp_path / "base"
+    shutil.copytree(kb, base)
+    with (base / "model" / "Links.csv").open("a", encoding="utf-8") as f:
+        f.write("person,person,PERSON_knows_PERSON,Knows.,,,,false\n")
+    _, people = _rows(base / "data" / "Anchor_person.csv")
+    ids = [row[0] for row in people]
+    pairs = [(ids[i], ids[i + 1]) for i in range(0, len(ids) - 1, 2)]
+    pairs += [(ids[i], ids[i + 3]) for i in range(len(ids) - 3)] + [(ids[5], ids[5])]
+    _write(
+        base / "data" / "Link_person_knows_person.csv",
+        ["from_node_id", "to_node_id", "edge_label"],
+        [[a, b, "PERSON_knows_PERSON"] for a, b in pairs],
+    )
+    return base
+
+
+def test_people_who_know_people_come_and_go(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
+) -> None:
+    """Both ends of an undirected link are people: the person who knows themselves leaves (with
+    their link rows, which named them at either end), and a new person comes, mid-file, knowing
+    two others and themselves. Every edge at the leaver is one their rows made."""
+    base = _people_who_know_people(kb, tmp_path)
+    _, people = _rows(base / "data" / "Anchor_person.csv")
+    leaver, friend, other = people[5][0], people[0][0], people[1][0]
+
+    def edit(data: Path) -> None:
+        def people_(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+            rows = [r for r in rows if r[0] != leaver]
+            return [*rows[:20], _person(header, rows[0], person_id="person:new"), *rows[20:]]
+
+        def knows(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+            rows = [r for r in rows if leaver not in r[:2]]
+            met = [("person:new", friend), (other, "person:new"), ("person:new", "person:new")]
+            return [*rows[:7], *([a, b, "PERSON_knows_PERSON"] for a, b in met), *rows[7:]]
+
+        _change("Anchor_person", people_)(data)
+        _change("Link_person_knows_person", knows)(data)
+        _change("Link_person_has_interest", lambda h, rows: [r for r in rows if r[0] != leaver])(data)
+
+    quick, quick_state = _run(settings, pg_engine, base, tmp_path, edit, full=False)
+    slow, slow_state = _run(settings, pg_engine, base, tmp_path, edit, full=True)
+    assert quick_state == slow_state and _counts(quick) == _counts(slow)
+    assert all(p.startswith("incremental: ") for p in quick.paths.values()), quick.paths
+
+
+def _person(header: list[str], like: list[str], **values: str) -> list[str]:
+    person = dict(zip(header, like, strict=True))
+    person.update(values)
+    return [person[h] for h in header]
+
+
+def test_a_person_removed_then_back(settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path) -> None:
+    """A person leaves with their interests, comes back (their node and edges were tombstoned:
+    now live again) and leaves again, each re-sync incremental and ending where full ones do."""
+    kept: dict[str, list[list[str]]] = {}
+
+    def leave(data: Path) -> None:
+        header, rows = _rows(data / "Anchor_person.csv")
+        kept["person"] = [rows.pop(12)]
+        _write(data / "Anchor_person.csv", header, rows)
+        theirs = kept["person"][0][0]
+        links_header, links = _rows(data / "Link_person_has_interest.csv")
+        kept["links"] = [r for r in links if r[0] == theirs]
+        _write(data / "Link_person_has_interest.csv", links_header, [r for r in links if r[0] != theirs])
+
+    def back(data: Path) -> None:
+        _change("Anchor_person", lambda h, rows: [*rows, *kept["person"]])(data)
+        _change("Link_person_has_interest", lambda h, rows: [*rows, *kept["links"]])(data)
+
+    def run(full: bool) -> tuple[list[SyncReport], dict[str, Any]]:
+        blank_staging(pg_engine)
+        work = tmp_path / "kb"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(kb, work)
+        sync(settings, data_model=work / "model", data=work / "data")
+        reports = []
+        for edit in (leave, back, leave):
+            edit(work / "data")
+            reports.append(sync(settings, data_model=work / "model", data=work / "data", full=full))
+        return reports, _state(pg_engine)
+
+    quick, quick_state = run(False)
+    slow, slow_state = run(True)
+    assert quick_state == slow_state
+    assert [_counts(r) for r in quick] == [_counts(r) for r in slow]
+    assert all(p.startswith("incremental") for r in quick for p in r.paths.values())
+
+
 @pytest.mark.parametrize(
     "text",
     [
