@@ -435,6 +435,34 @@ def test_moved_rows_whose_display_values_repeat(
     assert quick.paths["Anchor_city"].startswith("full: "), quick.paths
 
 
+@pytest.mark.parametrize(
+    "base",
+    [
+        _set("Anchor_interest", 5, "interest_id", "interest:0001"),  # a duplicate id (skipped)
+        _cities_shown_by_node_id,  # two cities show one display value
+    ],
+    ids=["an id repeats", "a display value repeats"],
+)
+def test_a_small_table_edited_in_place_whose_rows_repeat(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path, base: Edit
+) -> None:
+    """A row of a table of a few rows edited in place: more than 1/20 of its lines differ, so
+    they are matched by digest; none moved, so repeated ids or display values (which row comes
+    first) are no reason to read everything."""
+    data = tmp_path / "base"
+    shutil.copytree(kb, data)
+    base(data / "data")
+    edit = _both(
+        _set("Anchor_interest", 7, "interest_name", "Renamed"),
+        _set("Anchor_interest", 8, "interest_name", "Renamed too"),  # 2 of 20 lines
+        _set("Anchor_city", 3, "city_name", "Re"),  # 1 of 3
+    )
+    quick, quick_state = _run(settings, pg_engine, data, tmp_path, edit, full=False)
+    slow, slow_state = _run(settings, pg_engine, data, tmp_path, edit, full=True)
+    assert quick_state == slow_state and _counts(quick) == _counts(slow)
+    assert all(p.startswith("incremental: ") for p in quick.paths.values()), quick.paths
+
+
 @pytest.fixture(scope="module")
 def grist_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("resync-grist") / "kb"

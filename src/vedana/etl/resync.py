@@ -360,7 +360,10 @@ class _Scan:
     removed: list[int] = field(default_factory=list)  # old positions of rows gone
     was: dict[int, int] = field(default_factory=dict)  # changed row_id -> its old position
     patched: set[int] | None = None  # in place: positions differing from the packed rows stored
-    moved: bool = False  # rows matched by digest, wherever they are (`_scan_lines`)
+    lines: bool = False  # rows matched by digest, wherever they are (`_scan_lines`)
+    # A row is not where it was (`lines`): which of two rows with one id or display value comes
+    # first may differ now. Not so when only rows in place changed or rows came or went at the end.
+    moved: bool = False
 
 
 def _scan(table: RawTable, old: TableRows, *, movable: bool = False) -> _Scan:
@@ -415,7 +418,7 @@ def _scan_lines(bulk: RowDigests, old: TableRows) -> _Scan:
             positions.reverse()  # popped from the end: the next kept line first
     del kept
     outcomes: list[str] = []
-    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, moved=True)
+    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, lines=True)
     seen = bytearray(len(old.keys))
     fresh: list[int] = []
     # Read in any order here: packed runs would be unpacked again at nearly every read of a
@@ -436,6 +439,8 @@ def _scan_lines(bulk: RowDigests, old: TableRows) -> _Scan:
                 del later[digest]
         seen[j] = 1
         outcomes.append(before[j])
+        if j != i:
+            scan.moved = True
     for i, raw in zip(fresh, bulk.fetch(fresh), strict=True):
         key = bulk.keys[i]
         scan.positions[key] = i
@@ -700,8 +705,8 @@ def _rebuild_maps(
     id_cols = normalizer.id_columns(noun, table)
     label_cols = normalizer.label_columns(noun, table)
     wanted = [*id_cols, *label_cols]
-    gone: dict[str, int] = {}  # id -> old position, of the rows no longer there (lines moved)
-    for j in scan.removed if scan.moved else ():
+    gone: dict[str, int] = {}  # id -> old position, of the rows no longer there (lines matched)
+    for j in scan.removed if scan.lines else ():
         if text := old.outcomes[j]:
             gone.setdefault(text[1:].split(_SEP, 1)[0], j)
     paired: set[int] = set()  # old positions of rows edited where lines moved
@@ -715,10 +720,11 @@ def _rebuild_maps(
         shows = label_text(cells, label_cols)
         now = f"{node_id}{_SEP}{shows}" if node_id is not None else ""
         at = scan.was.get(row_id)
-        if at is None and scan.moved and node_id in gone:  # a row edited where lines moved
+        if at is None and scan.lines and node_id in gone:  # a row edited where lines were matched
             at = scan.was[row_id] = gone.pop(node_id)
             scan.stale.append(at)
             paired.add(at)
+            scan.moved = scan.moved or at != scan.positions[row_id]
         if at is None:
             if now:
                 if not (node_id.isprintable() and shows.replace(_FIELD, "").isprintable()):  # type: ignore[union-attr]
