@@ -57,7 +57,7 @@ from vedana.etl.normalize import (
 )
 from vedana.etl.report import DANGLING, DUPLICATE_EDGE, UNRESOLVED_REF, SyncReport, TypeReport
 from vedana.sources.base import RawTable, RowDigests, differing, row_digest
-from vedana.stores.sync_rows import PackedOutcomes, pack_outcomes, unpack_outcomes
+from vedana.stores.sync_rows import PackedOutcomes, ReorderedOutcomes, pack_outcomes, unpack_outcomes
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -381,7 +381,7 @@ def _scan(table: RawTable, old: TableRows, *, movable: bool = False) -> _Scan:
         if not movable or len(low_differ) * _MOVED_SHARE <= kept or not lines():
             return _scan_in_place(bulk, old, added=len(bulk.keys) - kept, low_differ=low_differ)
     if lines():
-        return _scan_lines(bulk, old)
+        return _scan_lines(bulk, old, table.name)
     return _scan_rows(table, old, bulk)
 
 
@@ -397,35 +397,132 @@ def _are_lines(keys: array) -> bool:
     )
 
 
-def _scan_lines(bulk: RowDigests, old: TableRows) -> _Scan:
-    """A CSV file whose lines moved (some inserted or removed before its end): a line whose
-    digest a kept line had is that row, wherever it is now (the first such line not matched yet);
-    the other lines are new and the kept lines not matched are gone. An edited anchor row is one
-    gone and one new here, paired again by its id (`_rebuild_maps`)."""
-    kept: dict[tuple[int, int], list[int]] = {}
-    for j, digest in enumerate(zip(old.low, old.high, strict=True)):
-        kept.setdefault(digest, []).append(j)
-    for positions in kept.values():
-        positions.reverse()  # popped from the end: the first kept line first
-    outcomes: list[str] = []
+def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:
+    """A CSV file whose lines moved (some inserted or removed before its end): a line is the kept
+    row whose digest it has, as `_align_lines` pairs them; the other lines are new and the kept
+    lines not paired are gone. An edited anchor row is one gone and one new here, paired again
+    by its id (`_rebuild_maps`)."""
+    order, fresh, gone = _align_lines(bulk.low, bulk.high, old.low, old.high)
+    if len(fresh) * 2 > len(order):  # mostly new or reordered: one whole reading is cheaper
+        raise FullSync(f"{name}: most lines are new or moved")
+    kept = old.outcomes
+    outcomes = (
+        ReorderedOutcomes(kept, order)
+        if isinstance(kept, PackedOutcomes)
+        else [kept[j] if j >= 0 else "" for j in order]
+    )
     scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, moved=True)
-    seen = bytearray(len(old.keys))
-    fresh: list[int] = []
-    for i, digest in enumerate(zip(bulk.low, bulk.high, strict=True)):
-        found = kept.get(digest)
-        if found:
-            j = found.pop()
-            seen[j] = 1
-            outcomes.append(old.outcomes[j])
-        else:
-            fresh.append(i)
-            outcomes.append("")
     for i, raw in zip(fresh, bulk.fetch(fresh), strict=True):
         key = bulk.keys[i]
         scan.positions[key] = i
         scan.changed.append((key, raw))
-    scan.removed = [j for j in range(len(old.keys)) if not seen[j]]
+    scan.removed = gone
     return scan
+
+
+def _align_lines(
+    new_low: array, new_high: array, old_low: array, old_high: array
+) -> tuple[array, list[int], list[int]]:
+    """Each new line's kept line (the same digest), -1 for none, walking both files in order:
+    runs of equal lines are taken whole; past a difference, both walks go on from the nearest
+    pair of equal lines (`_realign`). Returns that order, the new lines paired with none, and the
+    kept lines paired with none. Memory: 8 bytes a line; time: about a compare per line."""
+    n, m = len(new_low), len(old_low)
+    order = array("q", [-1]) * n
+    fresh: list[int] = []
+    gone: list[int] = []
+    far = [0]
+    i = j = 0
+    while i < n and j < m:
+        run = _equal_run(new_low, new_high, i, old_low, old_high, j)
+        if run:
+            order[i : i + run] = array("q", range(j, j + run))
+            i, j = i + run, j + run
+            continue
+        di, dj = _realign(new_low, new_high, i, old_low, old_high, j, far)
+        fresh += range(i, i + di)
+        gone += range(j, j + dj)
+        i, j = i + di, j + dj
+    fresh += range(i, n)
+    gone += range(j, m)
+    return order, fresh, gone
+
+
+def _equal_run(new_low: array, new_high: array, i: int, old_low: array, old_high: array, j: int) -> int:
+    """How many lines from new `i` and kept `j` on are equal: blocks compared in C, growing while
+    they agree, halving down to the first line that differs."""
+    size, run = 64, 0
+    limit = min(len(new_low) - i, len(old_low) - j)
+    while run < limit:
+        size = min(size, limit - run)
+        a, b = i + run, j + run
+        if (
+            new_low[a : a + size] == old_low[b : b + size]
+            and new_high[a : a + size] == old_high[b : b + size]
+        ):
+            run += size
+            size *= 4
+        elif size > 1:
+            size //= 2
+        else:
+            break
+    return run
+
+
+_REALIGN_WINDOW = 256  # lines looked ahead on each side for the nearest pair of equal lines
+_FAR_SEARCHES = 64  # searches past the window, at most, before the rest of a file counts as new
+
+
+def _realign(
+    new_low: array, new_high: array, i: int, old_low: array, old_high: array, j: int, far: list[int]
+) -> tuple[int, int]:
+    """(di, dj), di + dj > 0: lines to skip on each side to the nearest new line `i + di` and
+    kept line `j + dj` that are equal. Within a window, the pair with fewest lines skipped; past
+    it (a block of lines inserted or removed), the kept line `j` further on in the new file or the
+    new line `i` further on in the kept one, searched in C; neither: both lines changed. `far`
+    counts those searches: past `_FAR_SEARCHES` the rest is new (the file was reordered)."""
+    n, m = len(new_low), len(old_low)
+
+    def same(a: int, b: int) -> bool:
+        return a < n and b < m and new_low[a] == old_low[b] and new_high[a] == old_high[b]
+
+    for di, dj in ((1, 1), (1, 0), (0, 1)):  # one line changed, added or removed: the usual
+        if same(i + di, j + dj):
+            return di, dj
+    first: dict[tuple[int, int], int] = {}
+    for dj in range(min(_REALIGN_WINDOW, m - j)):
+        first.setdefault((old_low[j + dj], old_high[j + dj]), dj)
+    best: tuple[int, int] | None = None
+    for di in range(min(_REALIGN_WINDOW, n - i)):
+        if best is not None and di >= best[0] + best[1]:
+            break
+        dj = first.get((new_low[i + di], new_high[i + di]), -1)
+        if dj >= 0 and (best is None or di + dj < best[0] + best[1]):
+            best = (di, dj)
+    if best is not None:
+        return best
+    far[0] += 1
+    if far[0] > _FAR_SEARCHES:
+        return n - i, m - j
+    inserted = _find(new_low, new_high, i, old_low[j], old_high[j])  # old line j further on
+    removed = _find(old_low, old_high, j, new_low[i], new_high[i])  # new line i further on
+    if inserted < 0 and removed < 0:
+        return 1, 1
+    if removed < 0 or 0 <= inserted - i <= removed - j:
+        return inserted - i, 0
+    return 0, removed - j
+
+
+def _find(low: array, high: array, start: int, want_low: int, want_high: int) -> int:
+    """The first position from `start` holding that digest, -1 for none (a scan in C)."""
+    while True:
+        try:
+            at = low.index(want_low, start)
+        except ValueError:
+            return -1
+        if high[at] == want_high:
+            return at
+        start = at + 1
 
 
 def _scan_in_place(
