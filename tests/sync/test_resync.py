@@ -760,3 +760,80 @@ def test_rows_kept_whole_the_old_way_are_stored_in_runs_again(
         _, again = sync_rows.load_rows(conn, "src")
     assert list(again["Link_a"].outcomes) == ["a", "b", "c", "d", "e"]
     assert again["Link_a"].patched == set()
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_lines_that_moved_pair_only_equal_lines(seed: int) -> None:
+    """`_align_lines` over random edits of a file (lines inserted, removed, changed, blocks of
+    them, a block moved): every new line paired with a kept line has its digest, no kept line is
+    paired twice, and the unpaired lines on each side are exactly the rest. Lines that stayed in
+    place between two edits are paired."""
+    import random
+
+    from vedana.etl.resync import _align_lines
+
+    rng = random.Random(seed)
+    old = [rng.getrandbits(40) for _ in range(rng.choice([0, 1, 50, 3000]))]
+    new = list(old)
+    for _ in range(rng.randint(0, 12)):
+        at = rng.randint(0, len(new))
+        kind = rng.choice(["insert", "remove", "change", "block in", "block out", "move"])
+        if kind == "insert":
+            new.insert(at, rng.getrandbits(40))
+        elif kind == "remove" and at < len(new):
+            del new[at]
+        elif kind == "change" and at < len(new):
+            new[at] = rng.getrandbits(40)
+        elif kind == "block in":
+            new[at:at] = [rng.getrandbits(40) for _ in range(rng.randint(2, 700))]
+        elif kind == "block out":
+            del new[at : at + rng.randint(2, 700)]
+        elif kind == "move" and at < len(new):
+            block = new[at : at + 30]
+            del new[at : at + 30]
+            new[rng.randint(0, len(new)) : 0] = block
+
+    def halves(values: list[int]) -> tuple[array, array]:
+        return array("I", (v & 0xFFFFF for v in values)), array("I", (v >> 20 for v in values))
+
+    (new_low, new_high), (old_low, old_high) = halves(new), halves(old)
+    order, fresh, gone = _align_lines(new_low, new_high, old_low, old_high)
+    paired = [(i, j) for i, j in enumerate(order) if j >= 0]
+    assert all(new[i] == old[j] for i, j in paired)
+    assert len({j for _, j in paired}) == len(paired)
+    assert sorted(fresh) == [i for i, j in enumerate(order) if j < 0]
+    assert sorted(gone) == sorted(set(range(len(old))) - {j for _, j in paired})
+    if new == old:
+        assert not fresh and not gone
+    # The untouched head is paired line by line, and so is the untouched tail (the walk found
+    # its way again after the last edit).
+    head = tail = 0
+    while head < min(len(new), len(old)) and new[head] == old[head]:
+        head += 1
+    while tail < min(len(new), len(old)) - head and new[-1 - tail] == old[-1 - tail]:
+        tail += 1
+    assert list(order[:head]) == list(range(head))
+    assert all(order[len(new) - 1 - k] == len(old) - 1 - k for k in range(tail))
+
+
+def test_reordered_outcomes_read_like_their_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept outcomes read in another order (-1: a new line, ""), set, copied and packed again
+    exactly as the list they stand for; the kept rows stay as they were."""
+    from vedana.stores import sync_rows
+    from vedana.stores.sync_rows import _RUN_SEPARATOR, PackedOutcomes, ReorderedOutcomes
+
+    monkeypatch.setattr(sync_rows, "_RUN_ROWS", 3)
+    runs = ["a\x1db\x1dc", "d\x1de"]
+    kept = PackedOutcomes.stored(_RUN_SEPARATOR.join(runs), 5)
+    view = ReorderedOutcomes(kept, array("q", [4, -1, 0, 1, -1, 3]))
+    want = ["e", "", "a", "b", "", "d"]
+    assert len(view) == 6 and list(view) == want and [view[i] for i in range(6)] == want
+    other = view.copy()
+    other[1] = "new"
+    assert list(other) == ["e", "new", "a", "b", "", "d"] and list(view) == want
+    assert [o for run in other.packed_runs() for o in run.split("\x1d")] == list(other)
+    assert all(run.count("\x1d") < 3 for run in other.packed_runs())
+    assert list(view.extended(2)) == [*want, "", ""]
+    assert list(kept) == ["a", "b", "c", "d", "e"]
+    with pytest.raises(IndexError):
+        view[6]

@@ -469,7 +469,8 @@ def _equal_run(new_low: array, new_high: array, i: int, old_low: array, old_high
     return run
 
 
-_REALIGN_WINDOW = 256  # lines looked ahead on each side for the nearest pair of equal lines
+_REALIGN_WINDOW = 256  # lines looked ahead on each side for the nearest pair of equal lines, at first
+_REALIGN_WINDOW_MAX = 1 << 16  # ... and at most (the window's digests are held in a dict)
 _FAR_SEARCHES = 64  # searches past the window, at most, before the rest of a file counts as new
 
 
@@ -477,10 +478,11 @@ def _realign(
     new_low: array, new_high: array, i: int, old_low: array, old_high: array, j: int, far: list[int]
 ) -> tuple[int, int]:
     """(di, dj), di + dj > 0: lines to skip on each side to the nearest new line `i + di` and
-    kept line `j + dj` that are equal. Within a window, the pair with fewest lines skipped; past
-    it (a block of lines inserted or removed), the kept line `j` further on in the new file or the
-    new line `i` further on in the kept one, searched in C; neither: both lines changed. `far`
-    counts those searches: past `_FAR_SEARCHES` the rest is new (the file was reordered)."""
+    kept line `j + dj` that are equal. Within a window (growing fourfold while it finds none),
+    the pair with fewest lines skipped; past the largest (a block of lines inserted or removed),
+    the kept line `j` further on in the new file or the new line `i` further on in the kept one,
+    searched in C; neither: both lines changed. `far` counts those searches: past
+    `_FAR_SEARCHES` the rest of the file is new (it was reordered)."""
     n, m = len(new_low), len(old_low)
 
     def same(a: int, b: int) -> bool:
@@ -489,18 +491,25 @@ def _realign(
     for di, dj in ((1, 1), (1, 0), (0, 1)):  # one line changed, added or removed: the usual
         if same(i + di, j + dj):
             return di, dj
-    first: dict[tuple[int, int], int] = {}
-    for dj in range(min(_REALIGN_WINDOW, m - j)):
-        first.setdefault((old_low[j + dj], old_high[j + dj]), dj)
-    best: tuple[int, int] | None = None
-    for di in range(min(_REALIGN_WINDOW, n - i)):
-        if best is not None and di >= best[0] + best[1]:
+    window = _REALIGN_WINDOW
+    while True:
+        first: dict[tuple[int, int], int] = {}
+        for dj in range(min(window, m - j)):
+            first.setdefault((old_low[j + dj], old_high[j + dj]), dj)
+        best: tuple[int, int] | None = None
+        for di in range(min(window, n - i)):
+            if best is not None and di >= best[0] + best[1]:
+                break
+            dj = first.get((new_low[i + di], new_high[i + di]), -1)
+            if dj >= 0 and (best is None or di + dj < best[0] + best[1]):
+                best = (di, dj)
+        if best is not None:
+            return best
+        if window >= max(n - i, m - j):
+            return n - i, m - j  # no line of either rest is in the other
+        if window >= _REALIGN_WINDOW_MAX:
             break
-        dj = first.get((new_low[i + di], new_high[i + di]), -1)
-        if dj >= 0 and (best is None or di + dj < best[0] + best[1]):
-            best = (di, dj)
-    if best is not None:
-        return best
+        window *= 4
     far[0] += 1
     if far[0] > _FAR_SEARCHES:
         return n - i, m - j
