@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from vedana.datamodel.names import graph_name_problem
 from vedana.errors import CypherError, SourceError
+from vedana.stores.falkordb_bulk import encode_rows
+from vedana.stores.graph import EncodedRows
+from vedana.stores.staging_bulk import RecordBatch, edge_records, encodes_records, node_records, node_starts
 from vedana.stores.staging_changes import (
     GroupsAside,
     StagedGroup,
@@ -177,15 +180,22 @@ class _Counter:
 class GraphWrite:
     """One graph write of a load, prepared by the reading thread: `rows` for `cypher`, or (with
     `rows` None) the index on `label`. `counts` names the `GraphChanges` field it adds to;
-    `label`, `keys` and `ends` (an edge's endpoint labels) say the same for a bulk build."""
+    `label`, `keys` and `ends` (an edge's endpoint labels) say the same for a bulk build, whose
+    rows may come encoded (`EncodedRows`, then `read` says how many staging rows they were)."""
 
     cypher: str
-    rows: list[Any] | None
+    rows: list[Any] | EncodedRows | None
     stage: str
     counts: str = ""
     label: str = ""
     keys: list[str] = field(default_factory=list)
     ends: tuple[str, str] = ("", "")
+    read: int = 0
+
+    @property
+    def size(self) -> int:
+        """How many staging rows the write carries."""
+        return self.read if isinstance(self.rows, EncodedRows) else len(self.rows or ())
 
 
 def load_graph(
@@ -231,9 +241,8 @@ def _load_graph(
     def written(done: list[GraphWrite]) -> None:
         """Count the writes the graph has acknowledged (`BatchWriter`)."""
         for write in done:
-            assert write.rows is not None
-            setattr(changes, write.counts, getattr(changes, write.counts) + len(write.rows))
-            counters.get(write.stage, nodes).add(len(write.rows))
+            setattr(changes, write.counts, getattr(changes, write.counts) + write.size)
+            counters.get(write.stage, nodes).add(write.size)
 
     with graph.batch_writer() as writer:
         for write in _overlapped(graph_writes(conn, rows, batch_size, edge_groups)):
@@ -241,6 +250,7 @@ def _load_graph(
                 written(writer.drain())  # the label's nodes go in after its index exists
                 graph.ensure_index(write.label, "id")
                 continue
+            assert not isinstance(write.rows, EncodedRows)  # only a bulk build reads them
             if EDGE_STAGE not in counters and write.counts != "nodes_upserted":  # node upserts are over
                 written(writer.drain())
                 counters[EDGE_STAGE] = _Counter(EDGE_STAGE, edge_total, on_progress)
@@ -326,19 +336,23 @@ def _build(
     changes = GraphChanges()
     nodes = _Counter(NODE_STAGE, sum(group.count for group in node_groups), on_progress)
     edges: _Counter | None = None
+    if build.encoded_rows and encodes_records(conn):
+        writes = _encoded_writes(conn, rows, batch_size, edge_groups, node_groups)
+    else:
+        writes = graph_writes(conn, rows, batch_size, edge_groups, node_groups)
     try:
-        for write in _overlapped(graph_writes(conn, rows, batch_size, edge_groups, node_groups)):
+        for write in _overlapped(writes):
             if write.rows is None:
                 build.add_index(write.label, "id")
             elif write.counts == "nodes_upserted":
                 build.add_nodes(write.label, write.keys, write.rows)
-                changes.nodes_upserted += len(write.rows)
-                nodes.add(len(write.rows))
+                changes.nodes_upserted += write.size
+                nodes.add(write.size)
             else:  # a full load has no tombstones: edge upserts
                 edges = edges or _Counter(EDGE_STAGE, edge_total(), on_progress)
                 build.add_edges(write.label, *write.ends, write.keys, write.rows)
-                changes.edges_upserted += len(write.rows)
-                edges.add(len(write.rows))
+                changes.edges_upserted += write.size
+                edges.add(write.size)
         if edges is None:
             edges = _Counter(EDGE_STAGE, edge_total(), on_progress)
         build.finish()
@@ -405,6 +419,49 @@ def _graph_writes(
             cypher, payload, EDGE_STAGE, "edges_upserted", label, batch.keys, (from_type, to_type)
         )
     yield from deleted_nodes
+
+
+def _encoded_writes(
+    conn: Connection,
+    rows: VersionRange,
+    batch_size: int,
+    edge_groups: GroupsAside,
+    node_groups: list[StagedGroup],
+) -> Iterator[GraphWrite]:
+    """A full load's writes (as `graph_writes`) with rows encoded as bulk records, by Postgres
+    (`vedana.stores.staging_bulk`) or, for a group holding maps, lists or other numbers, here."""
+    try:
+        indexed: set[str] = set()
+        for batch in node_records(conn, rows, batch_size, node_groups):
+            (label,) = batch.names
+            if label not in indexed:
+                indexed.add(label)
+                yield GraphWrite("", None, NODE_STAGE, label=label)
+            records = _records(batch, ends=False)
+            yield GraphWrite("", records, NODE_STAGE, "nodes_upserted", label, batch.keys, read=batch.count)
+        starts = node_starts(node_groups)
+        for batch in edge_records(conn, rows, batch_size, edge_groups.result(), starts):
+            label, from_type, to_type = batch.names
+            records = _records(batch, ends=True)
+            yield GraphWrite(
+                "",
+                records,
+                EDGE_STAGE,
+                "edges_upserted",
+                label,
+                batch.keys,
+                (from_type, to_type),
+                batch.count,
+            )
+    finally:
+        edge_groups.join()
+
+
+def _records(batch: RecordBatch, *, ends: bool) -> EncodedRows:
+    if batch.records is not None:
+        return EncodedRows(batch.records, batch.kept)
+    assert batch.rows is not None
+    return encode_rows(_graph_values(batch.rows, 1), ends=ends)
 
 
 _AHEAD = 4  # prepared batches waiting for the graph: enough to cover a slow reply, little memory
