@@ -21,7 +21,14 @@ from vedana.datamodel.names import graph_name_problem
 from vedana.errors import CypherError, SourceError
 from vedana.stores.falkordb_bulk import encode_rows
 from vedana.stores.graph import EncodedRows
-from vedana.stores.staging_bulk import RecordBatch, edge_records, encodes_records, node_records, node_starts
+from vedana.stores.staging_bulk import (
+    GuessMissed,
+    RecordBatch,
+    edge_records,
+    encodes_records,
+    node_records,
+    node_starts,
+)
 from vedana.stores.staging_changes import (
     GroupsAside,
     StagedGroup,
@@ -29,6 +36,7 @@ from vedana.stores.staging_changes import (
     changed_counts,
     changed_types,
     edge_batches,
+    guessed_groups,
     node_batches,
     staged_groups,
     staged_type_counts,
@@ -277,9 +285,19 @@ def rebuild_graph(
     cleared and `load_graph` loads them."""
     rows = VersionRange(None, upto)
     owned = list(owned)
+    if encodes_records(conn):
+        # The groups' keys and kinds from a sample of their rows, checked as the rows are read
+        # (`staging_bulk`): two passes over every value fewer, most of Postgres' share.
+        edge_groups = GroupsAside(conn, "edges", rows, sampled=True)
+        try:
+            return _rebuild_graph(conn, graph, rows, owned, batch_size, on_progress, edge_groups, True)
+        except GuessMissed:
+            pass  # nothing was swapped in: build again from the exact groups
+        finally:
+            edge_groups.join()
     edge_groups = GroupsAside(conn, "edges", rows, race=True)  # beside the nodes: see graph_writes
     try:
-        return _rebuild_graph(conn, graph, rows, owned, batch_size, on_progress, edge_groups)
+        return _rebuild_graph(conn, graph, rows, owned, batch_size, on_progress, edge_groups, False)
     finally:
         edge_groups.join()
 
@@ -296,21 +314,29 @@ def _rebuild_graph(
     batch_size: int,
     on_progress: Progress,
     edge_groups: GroupsAside,
+    sampled: bool,
 ) -> GraphChanges:
     """The plan is the nodes' groups (read anyway) and, once the first edge comes, the edges'
     (asked aside): not a scan of each table of its own. Nothing is live before `finish()`, so an
-    edge label refused then leaves the graph as it was."""
-    node_groups = staged_groups(conn, "nodes", rows)  # a full range holds live rows only
+    edge label refused then leaves the graph as it was. `sampled`: the groups are
+    `guessed_groups`, which only a build taking encoded rows can read (else `GuessMissed`)."""
+    # a full range holds live rows only
+    node_groups = (guessed_groups if sampled else staged_groups)(conn, "nodes", rows)
     node_names = sorted({group.names[0] for group in node_groups})
     for name in node_names:
         quote_name(name)  # refuse an unusable name before anything is written
     node_total = sum(group.count for group in node_groups)
     build = graph.bulk_build(owned, node_names) if node_total else None
     if build is not None:
+        if sampled and not build.encoded_rows:
+            build.abort()
+            raise GuessMissed("the build takes no encoded rows")
         try:
             return _build(conn, build, rows, batch_size, on_progress, node_groups, edge_groups)
         except _NotBulk:
             pass
+    if sampled:
+        raise GuessMissed("not a bulk build: the load reads the exact groups")
     graph.clear(owned)
     return _load_graph(conn, graph, rows, batch_size, on_progress, edge_groups)
 

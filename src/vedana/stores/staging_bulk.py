@@ -2,16 +2,21 @@
 rebuild: Python then only joins bytes, where turning every value into a Python object and
 encoding it again was most of the rebuild's time.
 
-Nodes are read group by group (in `staged_groups`' order), each sorted by its id: node `k` of
-a type is then number `start + k` in the build, so an edge's query numbers the nodes of its two
+Nodes are read group by group (in the groups' order), each sorted by its id: node `k` of a
+type is then number `start + k` in the build, so an edge's query numbers the nodes of its two
 endpoint types the same way and joins its rows to those numbers. A row whose end is no live
-node comes back as NULL: the build skips it, as a `MATCH` that finds nothing would.
+node comes back empty: the build skips it, as a `MATCH` that finds nothing would.
 
-A value is encoded by its key's kind (`StagedGroup.kinds`); a group with a "json" key (maps,
-lists, other numbers) is read as today's load reads it, with the edge ends' numbers as one
-value, and encoded by Python. Integers go out in the machine's byte order, which only
-Postgres 18's `reverse(bytea)` makes cheap: `encodes_records` says whether this server and
-machine can.
+A value is encoded by its key's kind (`StagedGroup.kinds`); kind "any" (a guessed group, see
+`staging_changes.guessed_groups`) by the value's own JSON type, as Python would encode what
+the load reads. A group with a "json" key (maps, lists, other numbers) is read as today's load
+reads it, with the edge ends' numbers as one value, and encoded by Python. The rows of a
+guessed group are checked against the guess as they are read: a row holding a key the sample
+did not, or a value "any" cannot encode (a map, a list, a number beyond a double), raises
+`GuessMissed`, and the caller rebuilds from the exact groups instead.
+
+Integers go out in the machine's byte order, which only Postgres 18's `reverse(bytea)` makes
+cheap: `encodes_records` says whether this server and machine can.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from vedana.stores.staging_changes import StagedGroup, VersionRange
@@ -29,23 +35,42 @@ if TYPE_CHECKING:
 REVERSE_BYTEA_SINCE = 180000  # server_version_num of the first Postgres with reverse(bytea)
 _CURSOR = "vedana_graph_records"
 
-# One value of key `%(k{i})s` as a bulk record value: a type byte and its bytes; SQL NULL (the
-# row has no such key, or a JSON null) is the null type. Staging text never holds NUL, which
-# ends a string.
+# One value of key `%(k{i})s` (of row alias `{a}`) as a bulk record value: a type byte and its
+# bytes; SQL NULL (no such key, or a JSON null) is the null type. Staging text never holds NUL,
+# which ends a string.
 _STRING = "'\\x03'::bytea || convert_to({text}, 'UTF8') || '\\x00'::bytea"
+_TEXT = "{a}attributes->>%(k{i})s"
+_INT = "'\\x04'::bytea || reverse(int8send(({text})::bigint))"
 _ENCODED = {
-    "str": "coalesce(" + _STRING.format(text="{a}attributes->>%(k{i})s") + ", '\\x00'::bytea)",
-    "int": "coalesce('\\x04'::bytea || reverse(int8send(({a}attributes->>%(k{i})s)::bigint)), '\\x00'::bytea)",
-    "bool": "CASE ({a}attributes->>%(k{i})s)::boolean WHEN true THEN '\\x0101'::bytea "
+    "str": f"coalesce({_STRING.format(text=_TEXT)}, '\\x00'::bytea)",
+    "int": f"coalesce({_INT.format(text=_TEXT)}, '\\x00'::bytea)",
+    "bool": f"CASE ({_TEXT})::boolean WHEN true THEN '\\x0101'::bytea "
     "WHEN false THEN '\\x0100'::bytea ELSE '\\x00'::bytea END",
+    # By the value's type, as Python's json reads it and `encode_value` writes it: a number
+    # with no point is an integer (one beyond 64 bits clamped), else a double. A map, a list
+    # or a double's underflow or overflow (an error in Postgres, 0.0 or inf in Python) is NULL.
+    "any": f"CASE coalesce(jsonb_typeof({{a}}attributes->%(k{{i}})s), 'null') "
+    f"WHEN 'string' THEN {_STRING.format(text=_TEXT)} "
+    "WHEN 'null' THEN '\\x00'::bytea "
+    f"WHEN 'boolean' THEN CASE WHEN ({_TEXT})::boolean THEN '\\x0101'::bytea ELSE '\\x0100'::bytea END "
+    f"WHEN 'number' THEN CASE WHEN strpos({_TEXT}, '.') = 0 AND length({_TEXT}) < 19 "
+    f"THEN {_INT.format(text=_TEXT)} "
+    f"WHEN strpos({_TEXT}, '.') = 0 THEN '\\x04'::bytea || reverse(int8send(greatest(least(({_TEXT})::numeric, "
+    "9223372036854775807), -9223372036854775808)::bigint)) "
+    f"WHEN abs(({_TEXT})::numeric) BETWEEN 1e-300 AND 1e300 OR ({_TEXT})::numeric = 0 "
+    f"THEN '\\x02'::bytea || reverse(float8send(({_TEXT})::float8)) END END",
 }
 # A value as Python reads it, for a group encoded by Python (as `staging_changes._VALUE`).
 _PLAIN = {
-    "str": "{a}attributes->>%(k{i})s",
-    "int": "({a}attributes->>%(k{i})s)::bigint",
-    "bool": "({a}attributes->>%(k{i})s)::boolean",
+    "str": _TEXT,
+    "int": f"({_TEXT})::bigint",
+    "bool": f"({_TEXT})::boolean",
     "json": "{a}attributes->%(k{i})s",
 }
+
+
+class GuessMissed(Exception):
+    """A row that a guessed group's keys or kinds do not cover."""
 
 
 @dataclass(frozen=True)
@@ -76,19 +101,21 @@ def encodes_records(conn: Connection) -> bool:
 def node_records(
     conn: Connection, rows: VersionRange, size: int, groups: list[StagedGroup]
 ) -> Iterator[RecordBatch]:
-    """The live node rows of `groups` (the nodes' `staged_groups`, full range), group by group,
-    each sorted by node id: the order `edge_records` numbers them in."""
+    """The live node rows of `groups` (the nodes' groups of a full range), group by group, each
+    sorted by node id: the order `edge_records` numbers them in."""
     for group in groups:
         if group.deleted:
             continue
-        params = _params(rows, group)
+        params = _params(rows, group, ["id"])
         where = f"{rows.where()} AND node_type = %(g0)s AND NOT deleted"
         if "json" in group.kinds:
-            columns = ", ".join(["node_id", *_columns(_PLAIN, group)])
+            columns = ", ".join(["node_id", *_columns(_PLAIN, group), *_checked(group, "")])
             sql = f"SELECT {columns} FROM nodes WHERE {where} ORDER BY node_id"
             yield from _plain(conn, sql, params, size, group)
             continue
         record = " || ".join([_STRING.format(text="node_id"), *_columns(_ENCODED, group)])
+        if group.guessed:
+            record = f"CASE WHEN {_checked(group, '')[0]} THEN {record} END"
         sql = f"SELECT {record} FROM nodes WHERE {where} ORDER BY node_id"
         yield from _encoded(conn, sql, params, size, group)
 
@@ -106,17 +133,14 @@ def node_starts(groups: list[StagedGroup]) -> dict[str, int]:
 def edge_records(
     conn: Connection, rows: VersionRange, size: int, groups: list[StagedGroup], starts: dict[str, int]
 ) -> Iterator[RecordBatch]:
-    """The live edge rows of `groups` (the edges' `staged_groups`, full range), each with its
-    ends' node numbers (`starts`: `node_starts` of the nodes' groups)."""
+    """The live edge rows of `groups` (the edges' groups of a full range), each with its ends'
+    node numbers (`starts`: `node_starts` of the nodes' groups)."""
     for group in groups:
         if group.deleted:
             continue
         _, from_type, to_type = group.names
-        params = {
-            **_params(rows, group),
-            "from_start": starts.get(from_type, 0),
-            "to_start": starts.get(to_type, 0),
-        }
+        params = {**_params(rows, group, []), "from_start": starts.get(from_type, 0)}
+        params["to_start"] = starts.get(to_type, 0)
         ends = "f.number || t.number"
         where = (
             f"{rows.where('e')} AND e.edge_label = %(g0)s AND e.from_node_type = %(g1)s "
@@ -128,11 +152,14 @@ def edge_records(
             f"LEFT JOIN t ON t.node_id = e.to_node_id WHERE {where}"
         )
         if "json" in group.kinds:
-            sql = numbered.format(columns=", ".join([ends, *_columns(_PLAIN, group, "e.")]))
-            yield from _plain(conn, sql, params, size, group)
+            columns = ", ".join([ends, *_columns(_PLAIN, group, "e."), *_checked(group, "e.")])
+            yield from _plain(conn, numbered.format(columns=columns), params, size, group)
             continue
-        sql = numbered.format(columns=" || ".join([ends, *_columns(_ENCODED, group, "e.")]))
-        yield from _encoded(conn, sql, params, size, group)
+        # Empty for a row whose end is no node (skipped); NULL for one the guess does not cover.
+        record = f"CASE WHEN {ends} IS NULL THEN ''::bytea ELSE {' || '.join([ends, *_columns(_ENCODED, group, 'e.')])} END"
+        if group.guessed:
+            record = f"CASE WHEN {_checked(group, 'e.')[0]} THEN {record} END"
+        yield from _encoded(conn, numbered.format(columns=record), params, size, group)
 
 
 def _numbers(rows: VersionRange, type_param: str, start_param: str) -> str:
@@ -144,8 +171,8 @@ def _numbers(rows: VersionRange, type_param: str, start_param: str) -> str:
     )
 
 
-def _params(rows: VersionRange, group: StagedGroup) -> dict[str, Any]:
-    params: dict[str, Any] = {**rows.params()}
+def _params(rows: VersionRange, group: StagedGroup, left_out: list[str]) -> dict[str, Any]:
+    params: dict[str, Any] = {**rows.params(), "guessed_keys": [*group.keys, *left_out]}
     params.update({f"g{i}": name for i, name in enumerate(group.names)})
     params.update({f"k{i}": key for i, key in enumerate(group.keys)})
     return params
@@ -155,18 +182,37 @@ def _columns(how: dict[str, str], group: StagedGroup, alias: str = "") -> list[s
     return [how[kind].format(a=alias, i=i) for i, kind in enumerate(group.kinds)]
 
 
+def _checked(group: StagedGroup, alias: str) -> list[str]:
+    """For a guessed group, the condition that a row holds no key but the guessed ones (and the
+    node's own `id`, left out of the keys)."""
+    if not group.guessed:
+        return []
+    return [f"{alias}attributes - %(guessed_keys)s::text[] = '{{}}'::jsonb"]
+
+
+_FIRST = itemgetter(0)
+_LAST = itemgetter(-1)
+
+
 def _encoded(
     conn: Connection, sql: str, params: dict[str, Any], size: int, group: StagedGroup
 ) -> Iterator[RecordBatch]:
     for batch in _fetch(conn, sql, params, size):
-        records = [record for (record,) in batch if record is not None]
-        yield RecordBatch(group.names, group.keys, len(batch), b"".join(records), len(records))
+        records = list(map(_FIRST, batch))
+        if group.guessed and None in records:
+            raise GuessMissed(group.names)
+        kept = list(filter(None, records))  # an edge whose end is no node is empty
+        yield RecordBatch(group.names, group.keys, len(batch), b"".join(kept), len(kept))
 
 
 def _plain(
     conn: Connection, sql: str, params: dict[str, Any], size: int, group: StagedGroup
 ) -> Iterator[RecordBatch]:
     for batch in _fetch(conn, sql, params, size):
+        if group.guessed:
+            if not all(map(_LAST, batch)):
+                raise GuessMissed(group.names)
+            batch = [row[:-1] for row in batch]
         yield RecordBatch(group.names, group.keys, len(batch), rows=batch)
 
 
@@ -175,6 +221,9 @@ def _fetch(conn: Connection, sql: str, params: dict[str, Any], size: int) -> Ite
     binary, so a bytea comes as bytes with no text decoding."""
     raw = conn.connection.driver_connection
     assert raw is not None
+    # A cursor's plan is made for its first tenth of rows by default: nested loops that joined
+    # every edge to every node of a small type. These reads take every row.
+    raw.execute("SET LOCAL cursor_tuple_fraction = 1", prepare=False)
     with raw.cursor(name=_CURSOR, binary=True) as cursor:
         cursor.execute(sql, params)
         while batch := cursor.fetchmany(size):
