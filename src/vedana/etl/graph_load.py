@@ -24,7 +24,7 @@ from vedana.stores.graph import EncodedRows
 from vedana.stores.staging_bulk import (
     GuessMissed,
     RecordBatch,
-    edge_records,
+    edge_records_aside,
     encodes_records,
     node_records,
     node_starts,
@@ -466,7 +466,7 @@ def _encoded_writes(
             records = _records(batch, ends=False)
             yield GraphWrite("", records, NODE_STAGE, "nodes_upserted", label, batch.keys, read=batch.count)
         starts = node_starts(node_groups)
-        for batch in edge_records(conn, rows, batch_size, edge_groups.result(), starts):
+        for batch in edge_records_aside(conn, rows, batch_size, edge_groups.result(), starts):
             label, from_type, to_type = batch.names
             records = _records(batch, ends=True)
             yield GraphWrite(

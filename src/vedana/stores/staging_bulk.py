@@ -21,8 +21,10 @@ cheap: `encodes_records` says whether this server and machine can.
 
 from __future__ import annotations
 
+import queue
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -132,7 +134,7 @@ def node_starts(groups: list[StagedGroup]) -> dict[str, int]:
 
 def edge_records(
     conn: Connection, rows: VersionRange, size: int, groups: list[StagedGroup], starts: dict[str, int]
-) -> Iterator[RecordBatch]:
+) -> Generator[RecordBatch, None, None]:
     """The live edge rows of `groups` (the edges' groups of a full range), each with its ends'
     node numbers (`starts`: `node_starts` of the nodes' groups)."""
     for group in groups:
@@ -160,6 +162,79 @@ def edge_records(
         if group.guessed:
             record = f"CASE WHEN {_checked(group, 'e.')[0]} THEN {record} END"
         yield from _encoded(conn, numbered.format(columns=record), params, size, group)
+
+
+EDGE_READERS = 2  # connections reading edge groups at once: the rebuild's reads are most of its time
+_READ_AHEAD = 8  # batches read and waiting for the build, at most
+_DONE = object()
+
+
+def edge_records_aside(
+    conn: Connection, rows: VersionRange, size: int, groups: list[StagedGroup], starts: dict[str, int]
+) -> Iterator[RecordBatch]:
+    """`edge_records`, read by `EDGE_READERS` threads on connections of their own (out of
+    `conn`'s engine), each taking the next group: the batches of different groups come
+    interleaved (a block names its type, so the build does not mind), while Postgres works on
+    two groups at once. The rows are the caller's: the index holds the writer lock, so staging
+    does not change between the connections' reads."""
+    engine = conn.engine
+    todo = queue.SimpleQueue[StagedGroup]()
+    for group in groups:
+        if not group.deleted:
+            todo.put(group)
+    ready: queue.Queue[Any] = queue.Queue(maxsize=_READ_AHEAD)
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            with engine.connect() as own:
+                own.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")  # see staged_groups
+                while not stop.is_set():
+                    try:
+                        group = todo.get_nowait()
+                    except queue.Empty:
+                        break
+                    batches = edge_records(own, rows, size, [group], starts)
+                    try:
+                        for batch in batches:
+                            if not put(batch):
+                                return
+                    finally:
+                        batches.close()  # ends the cursor here, on the thread that used it
+                own.rollback()
+            put(_DONE)
+        except BaseException as exc:  # handed to the caller, which raises it
+            put(exc)
+
+    readers = [
+        threading.Thread(target=read, name=f"graph-records-{i}", daemon=True)
+        for i in range(min(EDGE_READERS, todo.qsize()))
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        running = len(readers)
+        while running:
+            item = ready.get()
+            if item is _DONE:
+                running -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield item
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
 
 
 def _numbers(rows: VersionRange, type_param: str, start_param: str) -> str:
