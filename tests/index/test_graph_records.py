@@ -18,7 +18,13 @@ from vedana.stores.falkordb_bulk import encode_value
 from vedana.stores.graph import GraphStore
 from vedana.stores.graph_falkordb import FalkorGraph
 from vedana.stores.index_state import staging_version
-from vedana.stores.staging_bulk import GuessMissed, edge_records, node_records, node_starts
+from vedana.stores.staging_bulk import (
+    GuessMissed,
+    edge_records,
+    edge_records_aside,
+    node_records,
+    node_starts,
+)
 from vedana.stores.staging_changes import VersionRange, guessed_groups
 
 # Scalars of every kind "any" encodes: unicode text, integers at and past 64 bits (clamped),
@@ -218,3 +224,31 @@ def test_a_row_the_sample_missed_fails_the_guess_and_the_rebuild_uses_the_exact_
     monkeypatch.setattr(staging_bulk, "REVERSE_BYTEA_SINCE", 10**9)  # today's Python encoder
     assert _rebuild(pg_engine, by_python) == rebuilt_changes
     assert snapshot(rebuilt) == snapshot(by_python)
+
+
+def test_edge_groups_read_at_once_open_in_the_groups_order(pg_engine: Engine) -> None:
+    """Two connections read the edge groups; the batches may interleave, but a group's first
+    records (which give its type and keys their numbers in the graph) never come before those of
+    a group ahead of it, nor before a group ahead of it has ended with none."""
+    reset_staging(pg_engine)
+    with pg_engine.begin() as conn:
+        for i in range(40):
+            put_node(conn, "N", f"n{i:02}", {})
+        for label in ("a", "b", "c", "d"):
+            for i in range(40 if label != "b" else 3):
+                to = f"n{(i + 1) % 40:02}" if label != "c" else "nowhere"  # c: no edge is kept
+                put_edge(conn, label, "N", f"n{i:02}", "N", to, {f"key_{label}": i})
+    with pg_engine.connect() as conn:
+        rows = VersionRange(None, staging_version(conn))
+        node_groups = guessed_groups(conn, "nodes", rows)
+        edge_groups = guessed_groups(conn, "edges", rows)
+        batches = list(edge_records_aside(conn, rows, 4, edge_groups, node_starts(node_groups)))
+    firsts = []
+    for batch in batches:
+        if batch.kept and batch.names[0] not in firsts:
+            firsts.append(batch.names[0])
+    assert firsts == ["a", "b", "d"]
+    assert sum(b.count for b in batches) == 123 and sum(b.kept for b in batches) == 83
+    last_c = max(i for i, b in enumerate(batches) if b.names[0] == "c")
+    first_d = next(i for i, b in enumerate(batches) if b.names[0] == "d" and b.kept)
+    assert batches[0].names[0] == "a" and last_c < first_d

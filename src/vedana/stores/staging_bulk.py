@@ -173,15 +173,19 @@ def edge_records_aside(
     conn: Connection, rows: VersionRange, size: int, groups: list[StagedGroup], starts: dict[str, int]
 ) -> Iterator[RecordBatch]:
     """`edge_records`, read by `EDGE_READERS` threads on connections of their own (out of
-    `conn`'s engine), each taking the next group: the batches of different groups come
-    interleaved (a block names its type, so the build does not mind), while Postgres works on
-    two groups at once. The rows are the caller's: the index holds the writer lock, so staging
-    does not change between the connections' reads."""
+    `conn`'s engine), each taking the next group, so Postgres works on two groups at once. The
+    rows are the caller's: the index holds the writer lock, so staging does not change between
+    the connections' reads.
+
+    The groups' batches come interleaved (a block names its type), but no group's first records
+    come before those of a group ahead of it (or its end): a type and its keys get their
+    numbers in the graph at their first block, in the order the groups would give them read one
+    after another."""
     engine = conn.engine
-    todo = queue.SimpleQueue[StagedGroup]()
-    for group in groups:
-        if not group.deleted:
-            todo.put(group)
+    live = [group for group in groups if not group.deleted]
+    todo = queue.SimpleQueue[int]()
+    for index in range(len(live)):
+        todo.put(index)
     ready: queue.Queue[Any] = queue.Queue(maxsize=_READ_AHEAD)
     stop = threading.Event()
 
@@ -200,16 +204,17 @@ def edge_records_aside(
                 own.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")  # see staged_groups
                 while not stop.is_set():
                     try:
-                        group = todo.get_nowait()
+                        index = todo.get_nowait()
                     except queue.Empty:
                         break
-                    batches = edge_records(own, rows, size, [group], starts)
+                    batches = edge_records(own, rows, size, [live[index]], starts)
                     try:
                         for batch in batches:
-                            if not put(batch):
+                            if not put((index, batch)):
                                 return
                     finally:
                         batches.close()  # ends the cursor here, on the thread that used it
+                    put((index, None))
                 own.rollback()
             put(_DONE)
         except BaseException as exc:  # handed to the caller, which raises it
@@ -217,20 +222,36 @@ def edge_records_aside(
 
     readers = [
         threading.Thread(target=read, name=f"graph-records-{i}", daemon=True)
-        for i in range(min(EDGE_READERS, todo.qsize()))
+        for i in range(min(EDGE_READERS, len(live)))
     ]
     for reader in readers:
         reader.start()
+    opened = [False] * len(live)  # the group's records have gone out
+    ended = [False] * len(live)  # the group is read
+    held: dict[int, list[RecordBatch]] = {}  # batches of groups whose turn has not come
+    first = 0  # the first group neither opened nor ended
     try:
         running = len(readers)
         while running:
             item = ready.get()
             if item is _DONE:
                 running -= 1
-            elif isinstance(item, BaseException):
+                continue
+            if isinstance(item, BaseException):
                 raise item
+            index, batch = item
+            if batch is None:
+                ended[index] = True
+            elif index <= first:
+                yield batch
+                opened[index] = opened[index] or batch.kept > 0
             else:
-                yield item
+                held.setdefault(index, []).append(batch)
+            while first < len(live) and (opened[first] or (ended[first] and first not in held)):
+                first += 1
+                for batch in held.pop(first, []):
+                    yield batch
+                    opened[first] = opened[first] or batch.kept > 0
     finally:
         stop.set()
         for reader in readers:
