@@ -14,6 +14,7 @@ import json
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -466,19 +467,21 @@ def _encoded_writes(
             records = _records(batch, ends=False)
             yield GraphWrite("", records, NODE_STAGE, "nodes_upserted", label, batch.keys, read=batch.count)
         starts = node_starts(node_groups)
-        for batch in edge_records_aside(conn, rows, batch_size, edge_groups.result(), starts):
-            label, from_type, to_type = batch.names
-            records = _records(batch, ends=True)
-            yield GraphWrite(
-                "",
-                records,
-                EDGE_STAGE,
-                "edges_upserted",
-                label,
-                batch.keys,
-                (from_type, to_type),
-                batch.count,
-            )
+        edge_reads = edge_records_aside(conn, rows, batch_size, edge_groups.result(), starts)
+        with closing(edge_reads):  # its reading threads stop with the load
+            for batch in edge_reads:
+                label, from_type, to_type = batch.names
+                records = _records(batch, ends=True)
+                yield GraphWrite(
+                    "",
+                    records,
+                    EDGE_STAGE,
+                    "edges_upserted",
+                    label,
+                    batch.keys,
+                    (from_type, to_type),
+                    batch.count,
+                )
     finally:
         edge_groups.join()
 

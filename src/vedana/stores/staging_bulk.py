@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from vedana.stores.staging_changes import StagedGroup, VersionRange
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
+    from sqlalchemy import Connection, Engine
 
 REVERSE_BYTEA_SINCE = 180000  # server_version_num of the first Postgres with reverse(bytea)
 _CURSOR = "vedana_graph_records"
@@ -136,7 +136,8 @@ def edge_records(
     conn: Connection, rows: VersionRange, size: int, groups: list[StagedGroup], starts: dict[str, int]
 ) -> Generator[RecordBatch, None, None]:
     """The live edge rows of `groups` (the edges' groups of a full range), each with its ends'
-    node numbers (`starts`: `node_starts` of the nodes' groups)."""
+    node numbers (`starts`: `node_starts` of the nodes' groups). On a connection planned as
+    `edge_records_aside` plans its own (`_EDGE_READ_SETTINGS`)."""
     for group in groups:
         if group.deleted:
             continue
@@ -164,6 +165,15 @@ def edge_records(
         yield from _encoded(conn, numbered.format(columns=record), params, size, group)
 
 
+# How the edge reads are planned. Every row is read (a cursor is planned for its first tenth by
+# default), and the ends are joined by hash or merge, never by a nested loop: one was chosen
+# where the tables had no statistics yet (an index just after a sync), and joined every edge to
+# every node of its type, for minutes. No parallel workers: see `staged_groups`.
+_EDGE_READ_SETTINGS = (
+    "cursor_tuple_fraction = 1",
+    "enable_nestloop = off",
+    "max_parallel_workers_per_gather = 0",
+)
 EDGE_READERS = 2  # connections reading edge groups at once: the rebuild's reads are most of its time
 _READ_AHEAD = 8  # batches read and waiting for the build, at most
 _DONE = object()
@@ -171,7 +181,7 @@ _DONE = object()
 
 def edge_records_aside(
     conn: Connection, rows: VersionRange, size: int, groups: list[StagedGroup], starts: dict[str, int]
-) -> Iterator[RecordBatch]:
+) -> Generator[RecordBatch, None, None]:
     """`edge_records`, read by `EDGE_READERS` threads on connections of their own (out of
     `conn`'s engine), each taking the next group, so Postgres works on two groups at once. The
     rows are the caller's: the index holds the writer lock, so staging does not change between
@@ -181,81 +191,103 @@ def edge_records_aside(
     come before those of a group ahead of it (or its end): a type and its keys get their
     numbers in the graph at their first block, in the order the groups would give them read one
     after another."""
-    engine = conn.engine
     live = [group for group in groups if not group.deleted]
-    todo = queue.SimpleQueue[int]()
-    for index in range(len(live)):
-        todo.put(index)
-    ready: queue.Queue[Any] = queue.Queue(maxsize=_READ_AHEAD)
-    stop = threading.Event()
+    readers = _EdgeReaders(conn.engine, rows, size, live, starts)
+    try:
+        yield from _in_group_order(readers.batches(), len(live))
+    finally:
+        readers.stop()
 
-    def put(item: Any) -> bool:
-        while not stop.is_set():
+
+class _EdgeReaders:
+    """Threads reading the groups `live`, the next one each, into one queue of `(group index,
+    batch)`, with `(group index, None)` once a group is read."""
+
+    def __init__(
+        self, engine: Engine, rows: VersionRange, size: int, live: list[StagedGroup], starts: dict[str, int]
+    ) -> None:
+        self._engine, self._rows, self._size, self._live, self._starts = engine, rows, size, live, starts
+        self._todo = queue.SimpleQueue[int]()
+        for index in range(len(live)):
+            self._todo.put(index)
+        self._ready: queue.Queue[Any] = queue.Queue(maxsize=_READ_AHEAD)
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._read, name=f"graph-records-{i}", daemon=True)
+            for i in range(min(EDGE_READERS, len(live)))
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def batches(self) -> Iterator[tuple[int, RecordBatch | None]]:
+        running = len(self._threads)
+        while running:
+            item = self._ready.get()
+            if item is _DONE:
+                running -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield item
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+    def _put(self, item: Any) -> bool:
+        while not self._stop.is_set():
             try:
-                ready.put(item, timeout=0.1)
+                self._ready.put(item, timeout=0.1)
                 return True
             except queue.Full:
                 continue
         return False
 
-    def read() -> None:
+    def _read(self) -> None:
         try:
-            with engine.connect() as own:
-                own.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")  # see staged_groups
-                while not stop.is_set():
+            with self._engine.connect() as own:
+                for setting in _EDGE_READ_SETTINGS:
+                    own.exec_driver_sql(f"SET LOCAL {setting}")  # for this connection's transaction
+                while not self._stop.is_set():
                     try:
-                        index = todo.get_nowait()
+                        index = self._todo.get_nowait()
                     except queue.Empty:
                         break
-                    batches = edge_records(own, rows, size, [live[index]], starts)
+                    batches = edge_records(own, self._rows, self._size, [self._live[index]], self._starts)
                     try:
                         for batch in batches:
-                            if not put((index, batch)):
+                            if not self._put((index, batch)):
                                 return
                     finally:
                         batches.close()  # ends the cursor here, on the thread that used it
-                    put((index, None))
+                    self._put((index, None))
                 own.rollback()
-            put(_DONE)
+            self._put(_DONE)
         except BaseException as exc:  # handed to the caller, which raises it
-            put(exc)
+            self._put(exc)
 
-    readers = [
-        threading.Thread(target=read, name=f"graph-records-{i}", daemon=True)
-        for i in range(min(EDGE_READERS, len(live)))
-    ]
-    for reader in readers:
-        reader.start()
-    opened = [False] * len(live)  # the group's records have gone out
-    ended = [False] * len(live)  # the group is read
+
+def _in_group_order(items: Iterator[tuple[int, RecordBatch | None]], count: int) -> Iterator[RecordBatch]:
+    """The batches of `items`, each group's held back until every group ahead of it has sent
+    records or ended."""
+    opened = [False] * count  # the group's records have gone out
+    ended = [False] * count  # the group is read
     held: dict[int, list[RecordBatch]] = {}  # batches of groups whose turn has not come
     first = 0  # the first group neither opened nor ended
-    try:
-        running = len(readers)
-        while running:
-            item = ready.get()
-            if item is _DONE:
-                running -= 1
-                continue
-            if isinstance(item, BaseException):
-                raise item
-            index, batch = item
-            if batch is None:
-                ended[index] = True
-            elif index <= first:
+    for index, batch in items:
+        if batch is None:
+            ended[index] = True
+        elif index <= first:
+            yield batch
+            opened[index] = opened[index] or batch.kept > 0
+        else:
+            held.setdefault(index, []).append(batch)
+        while first < count and (opened[first] or ended[first]):
+            first += 1
+            for batch in held.pop(first, []):
                 yield batch
-                opened[index] = opened[index] or batch.kept > 0
-            else:
-                held.setdefault(index, []).append(batch)
-            while first < len(live) and (opened[first] or (ended[first] and first not in held)):
-                first += 1
-                for batch in held.pop(first, []):
-                    yield batch
-                    opened[first] = opened[first] or batch.kept > 0
-    finally:
-        stop.set()
-        for reader in readers:
-            reader.join()
+                opened[first] = opened[first] or batch.kept > 0
 
 
 def _numbers(rows: VersionRange, type_param: str, start_param: str) -> str:
@@ -317,9 +349,6 @@ def _fetch(conn: Connection, sql: str, params: dict[str, Any], size: int) -> Ite
     binary, so a bytea comes as bytes with no text decoding."""
     raw = conn.connection.driver_connection
     assert raw is not None
-    # A cursor's plan is made for its first tenth of rows by default: nested loops that joined
-    # every edge to every node of a small type. These reads take every row.
-    raw.execute("SET LOCAL cursor_tuple_fraction = 1", prepare=False)
     with raw.cursor(name=_CURSOR, binary=True) as cursor:
         cursor.execute(sql, params)
         while batch := cursor.fetchmany(size):
