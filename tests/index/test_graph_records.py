@@ -242,7 +242,7 @@ def test_edge_groups_read_at_once_open_in_the_groups_order(pg_engine: Engine) ->
         rows = VersionRange(None, staging_version(conn))
         node_groups = guessed_groups(conn, "nodes", rows)
         edge_groups = guessed_groups(conn, "edges", rows)
-        batches = list(edge_records_aside(conn, rows, 4, edge_groups, node_starts(node_groups)))
+        batches = list(edge_records_aside(conn, rows, 4, lambda: edge_groups, node_starts(node_groups)))
     firsts = []
     for batch in batches:
         if batch.kept and batch.names[0] not in firsts:

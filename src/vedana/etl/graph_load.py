@@ -458,17 +458,19 @@ def _encoded_writes(
     """A full load's writes (as `graph_writes`) with rows encoded as bulk records, by Postgres
     (`vedana.stores.staging_bulk`) or, for a group holding maps, lists or other numbers, here."""
     try:
-        indexed: set[str] = set()
-        for batch in node_records(conn, rows, batch_size, node_groups):
-            (label,) = batch.names
-            if label not in indexed:
-                indexed.add(label)
-                yield GraphWrite("", None, NODE_STAGE, label=label)
-            records = _records(batch, ends=False)
-            yield GraphWrite("", records, NODE_STAGE, "nodes_upserted", label, batch.keys, read=batch.count)
-        starts = node_starts(node_groups)
-        edge_reads = edge_records_aside(conn, rows, batch_size, edge_groups.result(), starts)
+        # The edges' reads start now, beside the nodes' (their numbers are known already).
+        edge_reads = edge_records_aside(conn, rows, batch_size, edge_groups.result, node_starts(node_groups))
         with closing(edge_reads):  # its reading threads stop with the load
+            indexed: set[str] = set()
+            for batch in node_records(conn, rows, batch_size, node_groups):
+                (label,) = batch.names
+                if label not in indexed:
+                    indexed.add(label)
+                    yield GraphWrite("", None, NODE_STAGE, label=label)
+                records = _records(batch, ends=False)
+                yield GraphWrite(
+                    "", records, NODE_STAGE, "nodes_upserted", label, batch.keys, read=batch.count
+                )
             for batch in edge_reads:
                 label, from_type, to_type = batch.names
                 records = _records(batch, ends=True)

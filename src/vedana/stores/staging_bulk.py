@@ -24,7 +24,7 @@ from __future__ import annotations
 import queue
 import sys
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -180,10 +180,15 @@ _DONE = object()
 
 
 def edge_records_aside(
-    conn: Connection, rows: VersionRange, size: int, groups: list[StagedGroup], starts: dict[str, int]
-) -> Generator[RecordBatch, None, None]:
-    """`edge_records`, read by `EDGE_READERS` threads on connections of their own (out of
-    `conn`'s engine), each taking the next group, so Postgres works on two groups at once. The
+    conn: Connection,
+    rows: VersionRange,
+    size: int,
+    groups: Callable[[], list[StagedGroup]],
+    starts: dict[str, int],
+) -> EdgeReads:
+    """`edge_records` of the groups `groups()` gives, read from now on by `EDGE_READERS` threads
+    on connections of their own (out of `conn`'s engine), each taking the next group: Postgres
+    works on two groups at once, and on the first ones while the caller still sends nodes. The
     rows are the caller's: the index holds the writer lock, so staging does not change between
     the connections' reads.
 
@@ -191,33 +196,57 @@ def edge_records_aside(
     come before those of a group ahead of it (or its end): a type and its keys get their
     numbers in the graph at their first block, in the order the groups would give them read one
     after another."""
-    live = [group for group in groups if not group.deleted]
-    readers = _EdgeReaders(conn.engine, rows, size, live, starts)
-    try:
-        yield from _in_group_order(readers.batches(), len(live))
-    finally:
-        readers.stop()
+    return EdgeReads(_EdgeReaders(conn.engine, rows, size, groups, starts))
+
+
+class EdgeReads:
+    """The batches `edge_records_aside` reads; `close()` stops its threads."""
+
+    def __init__(self, readers: _EdgeReaders) -> None:
+        self._readers = readers
+        self._batches = _in_group_order(readers.batches())
+
+    def __iter__(self) -> Iterator[RecordBatch]:
+        return self._batches
+
+    def close(self) -> None:
+        self._batches.close()
+        self._readers.stop()
 
 
 class _EdgeReaders:
-    """Threads reading the groups `live`, the next one each, into one queue of `(group index,
-    batch)`, with `(group index, None)` once a group is read."""
+    """Threads reading the live groups of `groups()`, the next one each, into one queue of
+    `(group index, batch)`, with `(group index, None)` once a group is read."""
 
     def __init__(
-        self, engine: Engine, rows: VersionRange, size: int, live: list[StagedGroup], starts: dict[str, int]
+        self,
+        engine: Engine,
+        rows: VersionRange,
+        size: int,
+        groups: Callable[[], list[StagedGroup]],
+        starts: dict[str, int],
     ) -> None:
-        self._engine, self._rows, self._size, self._live, self._starts = engine, rows, size, live, starts
+        self._engine, self._rows, self._size, self._starts = engine, rows, size, starts
+        self._ask = groups
+        self._live: list[StagedGroup] | None = None
+        self._lock = threading.Lock()
         self._todo = queue.SimpleQueue[int]()
-        for index in range(len(live)):
-            self._todo.put(index)
         self._ready: queue.Queue[Any] = queue.Queue(maxsize=_READ_AHEAD)
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=self._read, name=f"graph-records-{i}", daemon=True)
-            for i in range(min(EDGE_READERS, len(live)))
+            for i in range(EDGE_READERS)
         ]
         for thread in self._threads:
             thread.start()
+
+    def _groups(self) -> list[StagedGroup]:
+        with self._lock:
+            if self._live is None:
+                self._live = [group for group in self._ask() if not group.deleted]
+                for index in range(len(self._live)):
+                    self._todo.put(index)
+            return self._live
 
     def batches(self) -> Iterator[tuple[int, RecordBatch | None]]:
         running = len(self._threads)
@@ -246,6 +275,10 @@ class _EdgeReaders:
 
     def _read(self) -> None:
         try:
+            live = self._groups()
+            if self._todo.empty():
+                self._put(_DONE)
+                return
             with self._engine.connect() as own:
                 for setting in _EDGE_READ_SETTINGS:
                     own.exec_driver_sql(f"SET LOCAL {setting}")  # for this connection's transaction
@@ -254,7 +287,7 @@ class _EdgeReaders:
                         index = self._todo.get_nowait()
                     except queue.Empty:
                         break
-                    batches = edge_records(own, self._rows, self._size, [self._live[index]], self._starts)
+                    batches = edge_records(own, self._rows, self._size, [live[index]], self._starts)
                     try:
                         for batch in batches:
                             if not self._put((index, batch)):
@@ -268,26 +301,28 @@ class _EdgeReaders:
             self._put(exc)
 
 
-def _in_group_order(items: Iterator[tuple[int, RecordBatch | None]], count: int) -> Iterator[RecordBatch]:
+def _in_group_order(items: Iterator[tuple[int, RecordBatch | None]]) -> Generator[RecordBatch, None, None]:
     """The batches of `items`, each group's held back until every group ahead of it has sent
     records or ended."""
-    opened = [False] * count  # the group's records have gone out
-    ended = [False] * count  # the group is read
+    opened: set[int] = set()  # groups whose records have gone out
+    ended: set[int] = set()  # groups read
     held: dict[int, list[RecordBatch]] = {}  # batches of groups whose turn has not come
     first = 0  # the first group neither opened nor ended
     for index, batch in items:
         if batch is None:
-            ended[index] = True
+            ended.add(index)
         elif index <= first:
             yield batch
-            opened[index] = opened[index] or batch.kept > 0
+            if batch.kept:
+                opened.add(index)
         else:
             held.setdefault(index, []).append(batch)
-        while first < count and (opened[first] or ended[first]):
+        while first in opened or first in ended:
             first += 1
             for batch in held.pop(first, []):
                 yield batch
-                opened[first] = opened[first] or batch.kept > 0
+                if batch.kept:
+                    opened.add(first)
 
 
 def _numbers(rows: VersionRange, type_param: str, start_param: str) -> str:
