@@ -25,7 +25,7 @@ from vedana.stores.staging_bulk import (
     node_records,
     node_starts,
 )
-from vedana.stores.staging_changes import VersionRange, guessed_groups
+from vedana.stores.staging_changes import VersionRange, analyze_if_never, guessed_groups
 
 # Scalars of every kind "any" encodes: unicode text, integers at and past 64 bits (clamped),
 # 19- and 20-character integers, doubles (whole, tiny, huge), booleans, null.
@@ -252,3 +252,16 @@ def test_edge_groups_read_at_once_open_in_the_groups_order(pg_engine: Engine) ->
     last_c = max(i for i, b in enumerate(batches) if b.names[0] == "c")
     first_d = next(i for i, b in enumerate(batches) if b.names[0] == "d" and b.kept)
     assert batches[0].names[0] == "a" and last_c < first_d
+
+
+def test_staging_with_no_statistics_is_analyzed_before_the_edges_are_joined(pg_engine: Engine) -> None:
+    put_rows(pg_engine)
+    stats = "SELECT min(reltuples) FROM pg_class WHERE relname IN ('nodes', 'edges') AND relkind = 'r'"
+    with pg_engine.begin() as conn:
+        for table in ("nodes", "edges"):
+            conn.exec_driver_sql(f"SELECT pg_clear_relation_stats('public', '{table}')")
+        assert conn.exec_driver_sql(stats).scalar_one() < 0
+    with pg_engine.connect() as conn:
+        analyze_if_never(conn)
+    with pg_engine.connect() as conn:  # committed: the edge readers' connections see them
+        assert conn.exec_driver_sql(stats).scalar_one() > 0
