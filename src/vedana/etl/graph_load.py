@@ -369,7 +369,9 @@ def _build(
         writes = graph_writes(conn, rows, batch_size, edge_groups, node_groups)
     try:
         for write in _overlapped(writes):
-            if write.rows is None:
+            if write is _NODES_READ:
+                build.send_pending()
+            elif write.rows is None:
                 build.add_index(write.label, "id")
             elif write.counts == "nodes_upserted":
                 build.add_nodes(write.label, write.keys, write.rows)
@@ -471,6 +473,7 @@ def _encoded_writes(
                 yield GraphWrite(
                     "", records, NODE_STAGE, "nodes_upserted", label, batch.keys, read=batch.count
                 )
+            yield _NODES_READ
             for batch in edge_reads:
                 label, from_type, to_type = batch.names
                 records = _records(batch, ends=True)
@@ -486,6 +489,11 @@ def _encoded_writes(
                 )
     finally:
         edge_groups.join()
+
+
+# Between a bulk build's nodes and its edges: the graph can build the nodes while the first
+# edges are read.
+_NODES_READ = GraphWrite("", None, EDGE_STAGE)
 
 
 def _records(batch: RecordBatch, *, ends: bool) -> EncodedRows:

@@ -184,6 +184,11 @@ class BulkBuild(GraphBuild):
         """A range index on `label.prop`, created on the new graph before it is swapped in."""
         self._indexes[(label, prop)] = None
 
+    def send_pending(self) -> None:
+        """Send the blocks added so far as a call of their own (the nodes, while the
+        relationships are still being read)."""
+        self._flush()
+
     # -- sending -----------------------------------------------------------------------------------
     def _add(self, node_block: bool, block: bytes, records: int) -> None:
         if self._pending_bytes + len(block) > CALL_BYTES and self._blocks:

@@ -186,6 +186,11 @@ class GraphBuild(ABC):
     def add_index(self, label: str, prop: str = "id") -> None: ...
 
     @abstractmethod
+    def send_pending(self) -> None:
+        """Send what was added so far, if the build holds some back (the caller will be a while
+        with the next rows)."""
+
+    @abstractmethod
     def finish(self) -> None:
         """Put the new graph in place of the old one."""
 
