@@ -180,7 +180,9 @@ def analyze_if_never(conn: Connection) -> None:
     two, and sorted or hashed them on disk (1M rows: 4-6 s a group instead of 2). A small sample
     of the columns those reads filter and join on is enough for that (0.03 s; every column at
     the default target took 0.2 s at 100k rows), and a column list leaves autovacuum's count
-    of changes as it was, so it still analyzes the tables in full when it comes by."""
+    of changes as it was, so it still analyzes the tables in full when it comes by. A table
+    autovacuum is working on is skipped rather than waited for (up to a second, until it gives
+    way)."""
     never = _rows(
         conn,
         "SELECT relname FROM pg_class WHERE oid IN ('nodes'::regclass, 'edges'::regclass) AND reltuples < 0",
@@ -189,7 +191,7 @@ def analyze_if_never(conn: Connection) -> None:
     if never:
         conn.exec_driver_sql(f"SET LOCAL default_statistics_target = {ANALYZE_SAMPLE_TARGET}")
         conn.exec_driver_sql(
-            "ANALYZE nodes (node_type, node_id, deleted, version), "
+            "ANALYZE (SKIP_LOCKED) nodes (node_type, node_id, deleted, version), "
             "edges (edge_label, from_node_type, to_node_type, from_node_id, to_node_id, deleted, version)"
         )
         conn.commit()
