@@ -172,3 +172,102 @@ def _changed(value: str, row_no: int, embeddable: bool) -> str:
     if embeddable:
         return f"{value} (revised {row_no})"  # unique per row: no cache entry can serve it
     return str(int(value) + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# rows appended: the other everyday change
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class AppendSummary:
+    """Rows added at the end of each table, and the staging rows a sync must therefore add."""
+
+    fraction: float
+    rows_appended: dict[str, int] = field(default_factory=dict)  # table -> rows
+    nodes_added: int = 0
+    edges_added: int = 0  # staging edge rows (an undirected link counts twice)
+
+    @property
+    def appended(self) -> int:
+        return sum(self.rows_appended.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fraction": self.fraction,
+            "rows_appended": self.appended,
+            "rows_appended_by_table": self.rows_appended,
+            "expected": {"nodes_added": self.nodes_added, "edges_added": self.edges_added},
+        }
+
+
+def append_csv_folder(data: Path, shape: str, fraction: float = 0.01, tag: str = "a") -> AppendSummary:
+    """Append `fraction` of each data table's rows at its end: copies of every `1/fraction`-th
+    anchor row under a new id (`<id>~<tag><n>`, so `tag` keeps rounds apart), and of link rows with
+    their first end moved to one of the new ids of its anchor (a new pair: no edge repeats one
+    already there). References and ids stay resolvable, so the sync must add exactly these rows."""
+    if not 0 < fraction <= 1:
+        raise ConfigError("the append fraction must be in (0, 1]; e.g. 0.01 for 1 %")
+    if shape not in SPECS:
+        raise ConfigError(f"unknown shape {shape!r}; choose one of {', '.join(SPECS)}")
+    anchors, links = SPECS[shape]
+    step = max(1, round(1 / fraction))
+    summary = AppendSummary(fraction=fraction)
+    new_ids: dict[str, list[str]] = {}
+    for anchor in anchors:
+        path = data / f"Anchor_{anchor.noun}.csv"
+        if not path.exists():
+            continue
+        id_column = f"{anchor.noun}_id"
+        header, copies = _every(path, step)
+        at = header.index(id_column)
+        for n, row in enumerate(copies, 1):
+            row[at] = f"{row[at]}~{tag}{n}"
+        new_ids[anchor.noun] = [row[at] for row in copies]
+        _append(path, copies)
+        summary.rows_appended[path.stem] = len(copies)
+        summary.nodes_added += len(copies)
+        for link in links:  # a link column of the copied rows: one edge each where it names a node
+            if link.anchor1 == anchor.noun and link.anchor1_link_column in header:
+                ref = header.index(link.anchor1_link_column)
+                made = sum(1 for row in copies if row[ref].strip())
+                summary.edges_added += made * (1 if link.has_direction else 2)
+    for link in links:
+        path = data / f"Link_{link.sentence.lower()}.csv"
+        if link.anchor1_link_column or not path.exists() or not new_ids.get(link.anchor1):
+            continue
+        header, picked = _every(path, step)
+        src, dst = header.index("from_node_id"), header.index("to_node_id")
+        owners, pairs, copies = new_ids[link.anchor1], set(), []
+        for n, row in enumerate(picked):
+            pair = (owners[n % len(owners)], row[dst])
+            if pair not in pairs:  # the same new pair twice would be a duplicate edge
+                pairs.add(pair)
+                copies.append([*row[:src], pair[0], *row[src + 1 :]])
+        _append(path, copies)
+        summary.rows_appended[path.stem] = len(copies)
+        summary.edges_added += len(copies) * (1 if link.has_direction else 2)
+    return summary
+
+
+def _every(path: Path, step: int) -> tuple[list[str], list[list[str]]]:
+    """The header and every `step`-th data row from the middle of the first step (the first row
+    when there are fewer), read as a stream."""
+    with path.open(encoding="utf-8", newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        picked, first = [], None
+        for i, row in enumerate(reader):
+            first = first or row
+            if i % step == step // 2:
+                picked.append(row)
+    return header, picked or ([first] if first else [])
+
+
+def _append(path: Path, rows: list[list[str]]) -> None:
+    with path.open("rb") as f:  # a file that does not end its last line gets a line break first
+        ends = f.seek(0, os.SEEK_END) == 0 or (f.seek(-1, os.SEEK_END) >= 0 and f.read(1) == b"\n")
+    with path.open("a", encoding="utf-8", newline="") as f:
+        if not ends:
+            f.write("\n")
+        csv.writer(f, lineterminator="\n").writerows(rows)

@@ -70,8 +70,8 @@ def format_ratio(entry: dict[str, Any]) -> str:
     ratio = entry.get("ratio")
     if ratio is None:
         return "–"
-    if "%" in (entry.get("must_reach") or ""):
-        return f"{ratio:.1%}"
+    if "%" in (entry.get("must_reach") or "") or "÷ full" in entry.get("measure", ""):
+        return f"{ratio:.1%}"  # a share of a full run
     return f"{ratio:.2f}×"
 
 

@@ -122,6 +122,15 @@ def _edit_total(size: dict[str, Any]) -> str:
     return f"{_s(edit)} ({_pct(edit / full if full else None)} of full)"
 
 
+def _append_check(size: dict[str, Any]) -> str:
+    check = size.get("append_check")
+    if not check:
+        return "–"
+    first = check["rounds"][0]
+    added = first["seen"]["nodes_added"] + first["seen"]["edges_added"]
+    return f"{added:,} staging rows, {len(check['rounds'])} round(s) {'ok' if check['ok'] else 'MISMATCH'}"
+
+
 def _edit_check(size: dict[str, Any]) -> str:
     check = size.get("edit_check")
     if not check:
@@ -184,6 +193,10 @@ THROUGHPUT_ROWS: list[Row] = [
     ("  index after edit", lambda z: _rerun(z, "edit-index")),
     ("  sync + index after edit", _edit_total),
     ("  texts embedded = changed", _edit_check),
+    ("1 % rows appended", lambda z: _n(_get(z, "phases", "append-files", "rows_appended"))),
+    ("  sync after append", lambda z: _rerun(z, "append-sync")),
+    ("  index after append", lambda z: _rerun(z, "append-index")),
+    ("  rows added = appended, incrementally", _append_check),
     ("peak RSS python: sync · index", lambda z: f"{_mb(_peak(z, 'python', ('sync',)))} · "
      f"{_mb(_peak(z, 'python', ('index',)))}"),
     ("peak RSS python: ask (litellm)", lambda z: _mb(_peak(z, "python", ("ask",)))),

@@ -483,6 +483,79 @@ class SizeRun:
             f"[{self.rows:,}] edit re-sync: {edit['ratio']:.1f}× read + hash + compare "
             f"({edit['baseline_s']:.2f} s), {whole['ratio']:.1%} of a full sync (median of {len(pairs)})"
         )
+        self._append_rounds()
+
+    def _append_rounds(self) -> None:
+        """The other everyday change: the same share of rows appended at the end of every data
+        table (`bench/edit.py: append_csv_folder`), then sync and index; per extra pair the same
+        again (`append-pairs`). Each sync must take the incremental path and add exactly the
+        appended rows (`append_check`)."""
+        from bench.edit import append_csv_folder
+
+        data = self.kb / "data"
+        with self.meter.phase("append-files") as phase:
+            summary = append_csv_folder(data, self.config.shape, self.config.edit_fraction, tag="a1")
+        self._record(phase, **summary.to_dict())
+        report, sync_phase, _ = self._sync("append-sync")
+        checks = [self._appended(summary, report)]
+        timed = [(sync_phase.seconds, self._full_sync_s())]
+        entry = self._record(
+            sync_phase, vs_full=_ratio(sync_phase.seconds, self.result["phases"]["sync"]["seconds"])
+        )
+        _, index_phase, _ = self._index("append-index")
+        self._record(
+            index_phase, vs_full=_ratio(index_phase.seconds, self.result["phases"]["index"]["seconds"])
+        )
+        if self.config.pairs > 1:
+            with self.meter.phase("append-pairs") as phase:
+                rounds = [self._append_round(n) for n in range(2, self.config.pairs + 1)]
+            self._record(phase, rounds=[r for r, _ in rounds])
+            checks += [check for _, check in rounds]
+            timed += [(r["sync_s"], self._full_sync_s()) for r, _ in rounds]
+        ok = all(c["ok"] for c in checks)
+        self.result["append_check"] = {"ok": ok, "rounds": checks}
+        share = f"{self.config.edit_fraction:.0%}".replace("%", " %")
+        ratio = ratio_entry(f"{share} rows appended, re-sync ÷ full sync", timed, "full sync", "")
+        entry["ratios"] = [ratio]
+        self.status(
+            f"[{self.rows:,}] append re-sync: {ratio['vedana_s']:.2f} s, {ratio['ratio']:.1%} of a full "
+            f"sync (median of {len(timed)}); {'every row added, incrementally' if ok else 'CHECK FAILED'}"
+        )
+
+    def _append_round(self, n: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        from bench.edit import append_csv_folder
+        from vedana.etl.index import index
+        from vedana.etl.sync import sync
+
+        data = self.kb / "data"
+        summary = append_csv_folder(data, self.config.shape, self.config.edit_fraction, tag=f"a{n}")
+        started = time.perf_counter()
+        report = sync(self.settings, data_model=self.kb / "model", data=data)
+        sync_s = time.perf_counter() - started
+        index(self.settings)
+        return {"rows_appended": summary.appended, "sync_s": round(sync_s, 4)}, self._appended(
+            summary, report
+        )
+
+    @staticmethod
+    def _appended(summary: Any, report: Any) -> dict[str, Any]:
+        """What an append's sync must do (add exactly the appended rows, on the incremental path)
+        against what it reported."""
+        totals = report.to_dict()["totals"]
+        seen = {"nodes_added": totals["nodes"]["written"], "edges_added": totals["edges"]["written"]}
+        expected = {"nodes_added": summary.nodes_added, "edges_added": summary.edges_added}
+        paths = sorted(set(report.paths.values()))
+        incremental = bool(paths) and all(p.startswith("incremental: ") for p in paths)
+        return {"expected": expected, "seen": seen, "paths": paths, "ok": seen == expected and incremental}
+
+    def _full_sync_s(self) -> float:
+        """The full sync the edit and append ratios divide by: the median of the full syncs timed
+        for the COPY ratio, when there are several."""
+        sync = self.result["phases"]["sync"]
+        full = next(
+            (r["vedana_s"] for r in sync.get("ratios", []) if r["measure"].startswith("full sync")), None
+        )
+        return float(full or sync["seconds"])
 
     @staticmethod
     def _found_edit(found: Any, edited: int) -> bool:
@@ -515,11 +588,7 @@ class SizeRun:
     def _edit_ratios(self, pairs: list[tuple[float, float]]) -> list[dict[str, Any]]:
         """The edit's re-sync against read + hash + compare, and against a full sync (the median
         of the full syncs timed for the COPY ratio, when there are several)."""
-        sync = self.result["phases"]["sync"]
-        full = next(
-            (r["vedana_s"] for r in sync.get("ratios", []) if r["measure"].startswith("full sync")), None
-        )
-        full_s = full or sync["seconds"]
+        full_s = self._full_sync_s()
         share = f"{self.config.edit_fraction:.0%}".replace("%", " %")
         return [
             ratio_entry(

@@ -61,6 +61,7 @@ def test_every_phase_ran_and_was_measured(bench_run: tuple[dict, str, Path]) -> 
     assert size["rows"] == ROWS
     expected = {"generate", "services", "rerun-sync", "rerun-index", "edit-files", "edit-sync", "edit-index"}
     expected |= {"sync-copy", "sync-pairs", "edit-hash", "edit-pairs"}  # the same-run baselines
+    expected |= {"append-files", "append-sync", "append-index", "append-pairs"}
     expected |= set(PHASES) - {"rerun", "edit"}
     assert set(size["phases"]) == expected
     for name, phase in size["phases"].items():
@@ -93,6 +94,12 @@ def test_counts_and_proofs_hold(bench_run: tuple[dict, str, Path]) -> None:
     check = size["edit_check"]
     assert check["ok"] is True, check
     assert check["seen"]["texts_embedded"] == phases["edit-files"]["expected"]["texts_to_embed"] > 0
+    # 1 % appended, three times: each sync added exactly those rows, on the incremental path.
+    appended = size["append_check"]
+    assert appended["ok"] is True and len(appended["rounds"]) == 3, appended
+    assert (
+        appended["rounds"][0]["seen"]["nodes_added"] == phases["append-files"]["expected"]["nodes_added"] > 0
+    )
 
 
 @pytest.mark.slow

@@ -147,6 +147,63 @@ def _add_interest(header: list[str], rows: list[list[str]]) -> list[list[str]]:
     return [*rows, [added.get(h, rows[0][i]) for i, h in enumerate(header)]]
 
 
+_new_city = _change("Anchor_city", lambda h, rows: [*rows, ["city:new", "Newtown", "Florin"]])
+
+
+def _new_person(data: Path) -> None:
+    """A person who lives in the new city, added at the end."""
+
+    def fn(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+        person = dict(zip(header, rows[0], strict=True))
+        person.update(person_id="person:new", person_name="New Comer", person_city="city:new")
+        return [*rows, [person[h] for h in header]]
+
+    _change("Anchor_person", fn)(data)
+
+
+def _new_interests(data: Path) -> None:
+    """Two interests for the new person, added at the end."""
+
+    def fn(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+        added = []
+        for row in rows[:2]:
+            link = dict(zip(header, row, strict=True))
+            link["from_node_id"] = "person:new"
+            added.append([link[h] for h in header])
+        return [*rows, *added]
+
+    _change("Link_person_has_interest", fn)(data)
+
+
+def _drop_person(which: int, *, with_links: bool) -> Edit:
+    """Person `which` (a row index) leaves the club; `with_links`: their interests go too."""
+
+    def edit(data: Path) -> None:
+        header, rows = _rows(data / "Anchor_person.csv")
+        person = rows.pop(which)[header.index("person_id")]
+        _write(data / "Anchor_person.csv", header, rows)
+        if with_links:
+            _change("Link_person_has_interest", lambda h, rows: [r for r in rows if person not in r[:2]])(
+                data
+            )
+
+    return edit
+
+
+def _insert_person(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+    """A new person in the middle of the file (a sorted export): every later line moves down."""
+    person = dict(zip(header, rows[0], strict=True))
+    person.update(person_id="person:middle", person_name="Mid Dle")
+    return [*rows[:20], [person[h] for h in header], *rows[20:]]
+
+
+def _move_and_rename(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+    """One person's line moved to the end, another person renamed."""
+    rows = [*rows[:5], *rows[6:], rows[5]]
+    rows[20][header.index("person_name")] = "Re Named"
+    return rows
+
+
 CASES: dict[str, tuple[Edit, bool]] = {
     # edit -> whether the incremental path applies
     "text and numbers in every table": (_one_percent, True),
@@ -157,8 +214,37 @@ CASES: dict[str, tuple[Edit, bool]] = {
     "a referenced anchor's id changed": (_set("Anchor_city", 1, "city_id", "city:moved"), False),
     "a duplicate id made": (_set("Anchor_interest", 4, "interest_id", "interest:0001"), False),
     "anchor rows deleted": (_change("Anchor_interest", lambda h, rows: rows[:-2]), False),
+    # Nothing else names the last person once their interests go (their city is theirs to name).
+    "a person and their interests deleted": (_drop_person(-1, with_links=True), True),
+    "a person deleted whose interests stay": (_drop_person(-1, with_links=False), False),
+    # A CSV line that moved is the row it was (found by its digest), when its key does not matter.
+    "a person inserted mid-file": (_change("Anchor_person", _insert_person), True),
+    "a person and their interests deleted mid-file": (_drop_person(10, with_links=True), True),
+    "a person's line moved to the end, another renamed": (_change("Anchor_person", _move_and_rename), True),
+    # A file sorted anew keeps few lines in their order: one whole reading does it.
+    "link rows in reverse order, one noted anew": (
+        _both(
+            _change("Link_person_has_interest", lambda h, rows: rows[::-1]),
+            _set("Link_person_has_interest", 3, "note", "Anew."),
+        ),
+        False,
+    ),
+    # A CSV folder's references name ids, never display values: a copy of another city's name
+    # and country takes no reference from it.
     "anchor rows added": (
         _change("Anchor_city", lambda h, rows: [*rows, ["city:new", *rows[0][1:]]]),
+        True,
+    ),
+    "a person added in a new city, with interests": (_both(_new_city, _new_person, _new_interests), True),
+    "an added city repeats a city's id": (
+        _both(
+            _change("Anchor_city", lambda h, rows: [*rows, [rows[1][0], "Elsewhere", "Nowhere"]]),
+            _set("Anchor_person", 2, "person_name", "Someone Else"),  # (the duplicate itself is skipped)
+        ),
+        False,
+    ),
+    "an added city has an interest's id": (
+        _change("Anchor_city", lambda h, rows: [*rows, ["interest:0001", "Elsewhere", "Nowhere"]]),
         False,
     ),
     # A record over two lines: the file's lines no longer stand for its rows.
@@ -295,6 +381,21 @@ def test_edits_one_after_another(settings: Settings, pg_engine: Engine, kb: Path
     assert all(p.startswith("incremental") for r in quick for p in r.paths.values())
 
 
+def test_an_added_person_a_link_row_named_before_resyncs_whole(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
+) -> None:
+    """The last sync could not resolve a link row's person; that person is added now: the row
+    makes an edge at last, which only a whole reading finds (the report says why)."""
+    dangling = tmp_path / "dangling"
+    shutil.copytree(kb, dangling)
+    _new_interests(dangling / "data")  # rows for person:new, who is not there yet
+    quick, quick_state = _run(settings, pg_engine, dangling, tmp_path, _new_person, full=False)
+    slow, slow_state = _run(settings, pg_engine, dangling, tmp_path, _new_person, full=True)
+    assert quick_state == slow_state and _counts(quick) == _counts(slow)
+    assert any(e[2] == "person:new" and e[7] == "False" for e in quick_state["edges"])  # edges made now
+    assert all(p.startswith("full: rows with ids were added and ") for p in quick.paths.values()), quick.paths
+
+
 def test_a_quoted_csv_is_compared_row_by_row(
     settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
 ) -> None:
@@ -325,6 +426,28 @@ GRIST_EDITS = {
         True,
     ),
     "a city's id": ("UPDATE Anchor_city SET city_id = 'city:elsewhere' WHERE id = 1", False),
+    "a city added, a person moving there": (
+        "INSERT INTO Anchor_city (id, manualSort, city_id, city_name, city_country)"
+        " VALUES (1000, 1000, 'city:new', 'Newtown', 'Florin');"
+        " UPDATE Anchor_person SET person_city = 1000 WHERE id = 4",
+        True,
+    ),
+    "a person and their interests deleted": (
+        "DELETE FROM Link_person_has_interest WHERE from_node_id = (SELECT person_id FROM Anchor_person"
+        " WHERE id = 5) OR to_node_id = (SELECT person_id FROM Anchor_person WHERE id = 5);"
+        " DELETE FROM Anchor_person WHERE id = 5",
+        True,
+    ),
+    "a city deleted that people live in": (
+        "DELETE FROM Anchor_city WHERE id = (SELECT person_city FROM Anchor_person WHERE person_city > 0 LIMIT 1)",
+        False,
+    ),
+    "a city added with another city's id": (
+        "INSERT INTO Anchor_city (id, manualSort, city_id, city_name, city_country)"
+        " VALUES (1000, 1000, 'city:0002', 'Newtown', 'Florin');"
+        " UPDATE Anchor_person SET person_name = 'Renamed' WHERE id = 3",
+        False,
+    ),
 }
 
 
@@ -345,7 +468,7 @@ def test_a_grist_file_resyncs_the_same_way(
         shutil.copytree(grist_kb, work)
         sync(settings, data_model=work / "model.grist", data=work / "data.grist")
         with sqlite3.connect(work / "data.grist") as db:
-            db.execute(statement)
+            db.executescript(statement)
         db.close()
         report = sync(settings, data_model=work / "model.grist", data=work / "data.grist", full=full)
         return report, _state(pg_engine)
@@ -461,6 +584,25 @@ def test_packed_outcomes_read_like_their_list(runs: list[str], monkeypatch: pyte
     stored = list(kept.packed_runs())
     assert all(again[i] is stored[i] for i in range(len(runs) - 1))  # untouched: as stored
     assert all(run.count("\x1d") < 3 for run in again[len(runs) - 1 :])  # at most 3 rows a run
+
+
+@pytest.mark.parametrize("runs", [["a\x1db\x1dc", "d"], [""], []])
+def test_packed_outcomes_extended_by_empty_rows(runs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows added at the end of a file: the kept outcomes and as many empty ones after them, set
+    and packed like the list, the original left as it was."""
+    from vedana.stores import sync_rows
+    from vedana.stores.sync_rows import _RUN_SEPARATOR, PackedOutcomes
+
+    monkeypatch.setattr(sync_rows, "_RUN_ROWS", 3)
+    plain = [o for run in runs for o in run.split("\x1d")]
+    kept = PackedOutcomes.stored(_RUN_SEPARATOR.join(runs), len(plain))
+    grown = kept.extended(4)
+    assert len(grown) == len(plain) + 4 and list(grown) == [*plain, "", "", "", ""]
+    grown[len(plain) + 1] = "new"
+    want = [*plain, "", "new", "", ""]
+    assert list(grown) == want and list(kept) == plain
+    assert [o for run in grown.packed_runs() for o in run.split("\x1d")] == want
+    assert all(run.count("\x1d") < 3 for run in grown.packed_runs())  # runs of at most 3 rows
 
 
 @pytest.mark.parametrize("order", ["in order", "out of order"])

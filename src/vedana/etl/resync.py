@@ -8,14 +8,20 @@ link and oriented ends ("" when it made no edge or had more to say).
 
 The next sync reads and hashes every row (CSV folders: checksums over the file's lines, in C) and
 rebuilds the id / display maps of every anchor table: unchanged rows from what they recorded,
-changed rows from their id and display columns. It then takes the incremental path when all of
+changed rows from their id and display columns. A CSV file's rows are keyed by their line: when
+lines were inserted or removed before its end, a line is matched to the kept one with its digest
+wherever it moved (for tables whose rows do not depend on their place), and an edited anchor row
+to the one that had its id. It then takes the incremental path when all of
 this holds, else the full one (and says why):
 
 - the data model, the tables and their columns, and the normalising rules are the same, the last
   sync made no duplicate edge, and staging is as it left it;
-- every anchor table's maps are the same as before (no anchor row added or removed, changed ones
-  keep their ids and display values), so every reference resolves as it did and unchanged rows
-  produce what they produced;
+- every anchor table's maps hold what they held (changed rows keep their ids and display
+  values), so every reference resolves as it did and unchanged rows produce what they produced.
+  Rows may be added to an anchor table when their ids and display values are new to every
+  anchor and the last sync resolved every reference (one that did not might name an added row
+  now); rows may go when no other row named them (no live edge at their node but those the
+  changed and removed rows made);
 - every changed, added or removed row produced exactly its keys, before and after (nothing to
   count but the row itself), and no new edge repeats another row's edge;
 - no table or link column starts or stops contributing to a link (the report lists those).
@@ -49,9 +55,9 @@ from vedana.etl.normalize import (
     _row_node_id,
     label_text,
 )
-from vedana.etl.report import DUPLICATE_EDGE, SyncReport, TypeReport
+from vedana.etl.report import DANGLING, DUPLICATE_EDGE, UNRESOLVED_REF, SyncReport, TypeReport
 from vedana.sources.base import RawTable, RowDigests, differing, row_digest
-from vedana.stores.sync_rows import PackedOutcomes, pack_outcomes, unpack_outcomes
+from vedana.stores.sync_rows import PackedOutcomes, ReorderedOutcomes, pack_outcomes, unpack_outcomes
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -354,32 +360,199 @@ class _Scan:
     removed: list[int] = field(default_factory=list)  # old positions of rows gone
     was: dict[int, int] = field(default_factory=dict)  # changed row_id -> its old position
     patched: set[int] | None = None  # in place: positions differing from the packed rows stored
+    moved: bool = False  # rows matched by digest, wherever they are (`_scan_lines`)
 
 
-def _scan(table: RawTable, old: TableRows) -> _Scan:
-    """Every row's digest against the kept one: which rows are new, changed or gone."""
+def _scan(table: RawTable, old: TableRows, *, movable: bool = False) -> _Scan:
+    """Every row's digest against the kept one: which rows are new, changed or gone. `movable`:
+    a row's outcome does not depend on its key or on the rows before it (a link row; an anchor
+    row with an id column whose display values are its ids), so a CSV line that moved is the
+    row it was."""
     bulk = table.digests()
-    if bulk is not None and bulk.keys == old.keys:
-        return _scan_in_place(bulk, old)
+    if bulk is None:
+        return _scan_rows(table, old, bulk)
+    kept = len(old.keys)
+
+    def lines() -> bool:
+        return movable and _are_lines(bulk.keys) and _are_lines(old.keys)
+
+    if bulk.keys[:kept] == old.keys:  # the same keys, maybe more after them
+        low_differ = differing(bulk.low[:kept], old.low)
+        if not movable or len(low_differ) * _MOVED_SHARE <= kept or not lines():
+            return _scan_in_place(bulk, old, added=len(bulk.keys) - kept, low_differ=low_differ)
+    if lines():
+        return _scan_lines(bulk, old, table.name)
     return _scan_rows(table, old, bulk)
 
 
-def _scan_in_place(bulk: RowDigests, old: TableRows) -> _Scan:
-    """The same row keys in the same order (the usual edit): compare digests a block at a time,
-    row by row only within blocks that differ."""
+# Lines differing in place beyond this share (1/n) of a file's kept lines: lines were inserted or
+# removed before its end (or much of it rewritten), and its lines are matched by digest instead.
+_MOVED_SHARE = 20
+
+
+def _are_lines(keys: array) -> bool:
+    """Row keys 1..n in order: a CSV file's records, keyed by where they are, not what they are."""
+    return not keys or (
+        keys[0] == 1 and keys[-1] == len(keys) and keys == array("q", range(1, len(keys) + 1))
+    )
+
+
+def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:
+    """A CSV file whose lines moved (some inserted or removed before its end): a line is the kept
+    row whose digest it has, as `_align_lines` pairs them; the other lines are new and the kept
+    lines not paired are gone. An edited anchor row is one gone and one new here, paired again
+    by its id (`_rebuild_maps`)."""
+    order, fresh, gone = _align_lines(bulk.low, bulk.high, old.low, old.high)
+    if len(fresh) * 2 > len(order):  # mostly new or reordered: one whole reading is cheaper
+        raise FullSync(f"{name}: most lines are new or moved")
+    kept = old.outcomes
+    outcomes = (
+        ReorderedOutcomes(kept, order)
+        if isinstance(kept, PackedOutcomes)
+        else [kept[j] if j >= 0 else "" for j in order]
+    )
+    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, moved=True)
+    for i, raw in zip(fresh, bulk.fetch(fresh), strict=True):
+        key = bulk.keys[i]
+        scan.positions[key] = i
+        scan.changed.append((key, raw))
+    scan.removed = gone
+    return scan
+
+
+def _align_lines(
+    new_low: array, new_high: array, old_low: array, old_high: array
+) -> tuple[array, list[int], list[int]]:
+    """Each new line's kept line (the same digest), -1 for none, walking both files in order:
+    runs of equal lines are taken whole; past a difference, both walks go on from the nearest
+    pair of equal lines (`_realign`). Returns that order, the new lines paired with none, and the
+    kept lines paired with none. Memory: 8 bytes a line; time: about a compare per line."""
+    n, m = len(new_low), len(old_low)
+    order = array("q", [-1]) * n
+    fresh: list[int] = []
+    gone: list[int] = []
+    far = [0]
+    i = j = 0
+    while i < n and j < m:
+        run = _equal_run(new_low, new_high, i, old_low, old_high, j)
+        if run:
+            order[i : i + run] = array("q", range(j, j + run))
+            i, j = i + run, j + run
+            continue
+        di, dj = _realign(new_low, new_high, i, old_low, old_high, j, far)
+        fresh += range(i, i + di)
+        gone += range(j, j + dj)
+        i, j = i + di, j + dj
+    fresh += range(i, n)
+    gone += range(j, m)
+    return order, fresh, gone
+
+
+def _equal_run(new_low: array, new_high: array, i: int, old_low: array, old_high: array, j: int) -> int:
+    """How many lines from new `i` and kept `j` on are equal: blocks compared in C, growing while
+    they agree, halving down to the first line that differs."""
+    size, run = 64, 0
+    limit = min(len(new_low) - i, len(old_low) - j)
+    while run < limit:
+        size = min(size, limit - run)
+        a, b = i + run, j + run
+        if (
+            new_low[a : a + size] == old_low[b : b + size]
+            and new_high[a : a + size] == old_high[b : b + size]
+        ):
+            run += size
+            size *= 4
+        elif size > 1:
+            size //= 2
+        else:
+            break
+    return run
+
+
+_REALIGN_WINDOW = 256  # lines looked ahead on each side for the nearest pair of equal lines
+_FAR_SEARCHES = 64  # searches past the window, at most, before the rest of a file counts as new
+
+
+def _realign(
+    new_low: array, new_high: array, i: int, old_low: array, old_high: array, j: int, far: list[int]
+) -> tuple[int, int]:
+    """(di, dj), di + dj > 0: lines to skip on each side to the nearest new line `i + di` and
+    kept line `j + dj` that are equal. Within a window, the pair with fewest lines skipped; past
+    it (a block of lines inserted or removed), the kept line `j` further on in the new file or the
+    new line `i` further on in the kept one, searched in C; neither: both lines changed. `far`
+    counts those searches: past `_FAR_SEARCHES` the rest is new (the file was reordered)."""
+    n, m = len(new_low), len(old_low)
+
+    def same(a: int, b: int) -> bool:
+        return a < n and b < m and new_low[a] == old_low[b] and new_high[a] == old_high[b]
+
+    for di, dj in ((1, 1), (1, 0), (0, 1)):  # one line changed, added or removed: the usual
+        if same(i + di, j + dj):
+            return di, dj
+    first: dict[tuple[int, int], int] = {}
+    for dj in range(min(_REALIGN_WINDOW, m - j)):
+        first.setdefault((old_low[j + dj], old_high[j + dj]), dj)
+    best: tuple[int, int] | None = None
+    for di in range(min(_REALIGN_WINDOW, n - i)):
+        if best is not None and di >= best[0] + best[1]:
+            break
+        dj = first.get((new_low[i + di], new_high[i + di]), -1)
+        if dj >= 0 and (best is None or di + dj < best[0] + best[1]):
+            best = (di, dj)
+    if best is not None:
+        return best
+    far[0] += 1
+    if far[0] > _FAR_SEARCHES:
+        return n - i, m - j
+    inserted = _find(new_low, new_high, i, old_low[j], old_high[j])  # old line j further on
+    removed = _find(old_low, old_high, j, new_low[i], new_high[i])  # new line i further on
+    if inserted < 0 and removed < 0:
+        return 1, 1
+    if removed < 0 or 0 <= inserted - i <= removed - j:
+        return inserted - i, 0
+    return 0, removed - j
+
+
+def _find(low: array, high: array, start: int, want_low: int, want_high: int) -> int:
+    """The first position from `start` holding that digest, -1 for none (a scan in C)."""
+    while True:
+        try:
+            at = low.index(want_low, start)
+        except ValueError:
+            return -1
+        if high[at] == want_high:
+            return at
+        start = at + 1
+
+
+def _scan_in_place(
+    bulk: RowDigests, old: TableRows, *, added: int = 0, low_differ: list[int] | None = None
+) -> _Scan:
+    """The same row keys in the same order (the usual edit), and `added` rows after them (a file
+    that grew at the end): compare digests a block at a time, row by row only within blocks that
+    differ; the added rows are new."""
     low, high = bulk.low, bulk.high
-    scan = _Scan(bulk.keys, low, high, _copy_of(old.outcomes))
-    differ = set(differing(low, old.low))
-    differ.update(differing(high, old.high))
-    positions = sorted(differ)
+    kept = len(old.keys)
+    outcomes = _copy_of(old.outcomes)
+    if added:
+        outcomes = (
+            outcomes.extended(added) if isinstance(outcomes, PackedOutcomes) else outcomes + [""] * added
+        )
+    scan = _Scan(bulk.keys, low, high, outcomes)
+    differ = set(differing(low[:kept], old.low) if low_differ is None else low_differ)
+    differ.update(differing(high[:kept], old.high))
+    positions = [*sorted(differ), *range(kept, kept + added)]
     raws = bulk.fetch(positions)
     for i, raw in zip(positions, raws, strict=True):
         key = bulk.keys[i]
-        scan.stale.append(i)
-        scan.was[key] = scan.positions[key] = i
+        if i < kept:
+            scan.stale.append(i)
+            scan.was[key] = i
+        scan.positions[key] = i
         scan.outcomes[i] = ""
         scan.changed.append((key, raw))
-    scan.patched = None if old.patched is None else differ | old.patched
+    # A patch covers the rows stored; rows added make the table stored anew.
+    scan.patched = None if old.patched is None or added else differ | old.patched
     return scan
 
 
@@ -464,16 +637,26 @@ def plan_incremental(
 
     out = Plan()
     scans: dict[str, _Scan] = {}
+    added: dict[str, list[str]] = {}  # noun -> ids of the anchor rows new to its table
+    removed: list[tuple[str, str]] = []  # (noun, id) of the anchor rows gone from their table
     for anchor, table in plan.anchors:
-        scan = _scan(table, stored[table.name])
-        _rebuild_maps(normalizer, anchor.noun, table, scan, stored[table.name])
+        # Key-free rows: an id column, and display values (a map's first row wins) only from it.
+        id_cols = normalizer.id_columns(anchor.noun, table)
+        movable = bool(id_cols) and set(normalizer.label_columns(anchor.noun, table)) <= set(id_cols)
+        scan = _scan(table, stored[table.name], movable=movable)
+        added[anchor.noun], gone = _rebuild_maps(normalizer, anchor.noun, table, scan, stored[table.name])
+        removed += [(anchor.noun, node_id) for node_id in gone]
         scans[table.name] = scan
+    if any(added.values()):
+        _check_added_ids(normalizer, summary, added)
     for table, _ in links:
-        scans[table.name] = _scan(table, stored[table.name])
+        scans[table.name] = _scan(table, stored[table.name], movable=True)
 
     contributors = {s: Counter(c) for s, c in summary.get("contributors", {}).items()}
     delta: Counter[tuple[str, str]] = Counter()
     _take_out(normalizer, plan, links, scans, stored, out, contributors, delta)
+    if removed:
+        _check_removed_ids(conn, normalizer, removed, out)
     recorder, fresh = _normalise_changed(normalizer, plan, links, scans, out, contributors, delta)
     if not recorder.sound:
         raise FullSync("a changed row's ids hold control characters")
@@ -575,32 +758,58 @@ def _normalise_changed(
     return recorder, fresh
 
 
-def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Scan, old: TableRows) -> None:
+def _rebuild_maps(
+    normalizer: Normalizer, noun: str, table: RawTable, scan: _Scan, old: TableRows
+) -> tuple[list[str], list[str]]:
     """The table's id and display maps as `Normalizer.nodes` builds them from every row in order,
     here from what the rows recorded; a changed row must still give what it recorded (its ids and
-    display cells are read to check), else `FullSync`: a reference anywhere may resolve anew."""
+    display cells are read to check), else `FullSync`: a reference anywhere may resolve anew.
+
+    A row new to the table may bring an id, when no other row of the anchor shows its id or
+    display values (as an id or as a display value): then no reference that resolved before
+    resolves otherwise now (`_check_added_ids` rules out the ones that did not resolve). A row
+    may go away when nothing that stays named it (`_check_removed_ids`). Returns the ids of the
+    rows added and of those removed."""
     id_cols = normalizer.id_columns(noun, table)
     label_cols = normalizer.label_columns(noun, table)
     wanted = [*id_cols, *label_cols]
+    gone: dict[str, int] = {}  # id -> old position, of the rows no longer there
     for j in scan.removed:
-        if old.outcomes[j]:
-            raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
+        if text := old.outcomes[j]:
+            gone.setdefault(text[1:].split(_SEP, 1)[0], j)
     texts = _copy_of(scan.outcomes)
+    added: list[tuple[str, str]] = []  # (id, display values) of the rows new to the table
     for row_id, raw in scan.changed:
         cells = table.decode_some(raw, wanted)
         node_id = _row_node_id(cells, id_cols)
         if node_id is None and not id_cols and not _blank(table.decode_raw(raw)):
             node_id = f"{noun}:{row_id}"
-        now = f"{node_id}{_SEP}{label_text(cells, label_cols)}" if node_id is not None else ""
+        shows = label_text(cells, label_cols)
+        now = f"{node_id}{_SEP}{shows}" if node_id is not None else ""
         at = scan.was.get(row_id)
+        if at is None and scan.moved and node_id in gone:  # a row edited where lines moved
+            at = scan.was[row_id] = gone.pop(node_id)
+            scan.stale.append(at)
+            scan.removed.remove(at)
         if at is None:
             if now:
-                raise FullSync(f"{table.name}: rows with ids were added (references may resolve anew)")
+                if not (node_id.isprintable() and shows.replace(_FIELD, "").isprintable()):  # type: ignore[union-attr]
+                    raise FullSync(
+                        f"{table.name}: an added row's id or display values hold control characters"
+                    )
+                added.append((node_id, shows))  # type: ignore[arg-type]
+                texts[scan.positions[row_id]] = f"+{now}{_SEP}"  # as recorded, with no reference yet
             continue
         before = old.outcomes[at]
         if (before[1:].rsplit(_SEP, 1)[0] if before else "") != now:
             raise FullSync(f"{table.name}: ids or display values changed (references may resolve anew)")
         texts[scan.positions[row_id]] = before
+    removed = []
+    for j in scan.removed:
+        if text := old.outcomes[j]:
+            if text[0] != "+":  # a duplicate id, or a row that said more than its keys
+                raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
+            removed.append(text[1:].split(_SEP, 1)[0])
     # Every row as it recorded itself: "±<id>␞<display values>␞<references>", "" if skipped.
     # Ids, display values and references hold no separator (the recorder vouched for that), so
     # every recorded row is three fields: a slice of rows at a time (memory), split at once in C.
@@ -617,8 +826,12 @@ def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Sca
             raise FullSync(f"{table.name}: the rows recorded by the last sync do not read back")
         ids += [signed[1:] for signed in fields[0::3]]
         shown += fields[1::3]
+    if added:
+        _check_added_rows(table.name, added, ids, shown)
     normalizer.row_ids[noun].update(zip(keys, ids, strict=True))  # row keys are unique
     unique = set(ids)
+    if scan.moved and len(unique) != len(ids):  # which of two rows with one id comes first moved
+        raise FullSync(f"{table.name}: rows moved in a table whose ids repeat")
     normalizer.ids[noun].update(unique)
     if len(unique) != len(ids):
         normalizer.repeated_ids[noun].update(i for i, n in Counter(ids).items() if n > 1)
@@ -629,6 +842,61 @@ def _rebuild_maps(normalizer: Normalizer, noun: str, table: RawTable, scan: _Sca
         found = dict(zip(reversed(values), reversed(ids), strict=True))
         found.pop("", None)
         labels[col] = found
+    if removed and not normalizer.ids[noun].isdisjoint(removed):
+        raise FullSync(f"{table.name}: a removed row's id is held by another row (a duplicate before)")
+    return [node_id for node_id, _ in added], removed
+
+
+def _check_added_rows(table: str, added: list[tuple[str, str]], ids: list[str], shown: list[str]) -> None:
+    """Each added row's id and display values are its own: no other row of the table (the table's
+    rows being `ids` and `shown`, added ones included) has one of them as an id or a display
+    value. An id met twice would make duplicates; a value another row has could take a reference
+    that resolved to that row (a map's first row wins; an id beats another column's value)."""
+    names = [{node_id, *filter(None, shows.split(_FIELD))} for node_id, shows in added]
+    wanted = set().union(*names)
+    held: Counter[str] = Counter()  # how many rows have each wanted name
+    for node_id, text in zip(ids, shown, strict=True):
+        if (
+            node_id in wanted
+            or text in wanted
+            or (_FIELD in text and not wanted.isdisjoint(text.split(_FIELD)))
+        ):
+            held.update(wanted.intersection({node_id, *text.split(_FIELD)}))
+    for (node_id, _), own in zip(added, names, strict=True):
+        if any(held[name] != 1 for name in own):
+            raise FullSync(
+                f"{table}: a row added with id {node_id!r} shares its id or a display value with "
+                "another row (references may resolve anew)"
+            )
+
+
+def _check_removed_ids(
+    conn: Connection, normalizer: Normalizer, removed: list[tuple[str, str]], out: Plan
+) -> None:
+    """Anchor rows went away: every live edge at one of their nodes must be one the changed and
+    removed rows made (taken out with them). An edge another row made means that row named the
+    node (by id or display value) and would resolve otherwise now: the whole reading finds how."""
+    from vedana.stores.staging_write import live_edges_touching
+
+    if live_edges_touching(conn, removed) - out.old_edges:
+        raise FullSync("rows with ids were removed that other rows name (references resolve anew)")
+
+
+def _check_added_ids(normalizer: Normalizer, summary: dict[str, Any], added: dict[str, list[str]]) -> None:
+    """Rows with ids were added: no reference of the last sync may have failed to resolve (it
+    might name one of them now), and no added id may be another anchor's id too (a link-table
+    row naming it could then be read the other way round)."""
+    for sentence, reading in summary.get("edges", {}).items():
+        skipped = reading.get("skipped", {})
+        if skipped.get(UNRESOLVED_REF) or skipped.get(DANGLING):
+            raise FullSync(
+                f"rows with ids were added and {sentence} had references that did not resolve "
+                "(they may resolve now)"
+            )
+    for noun, new_ids in added.items():
+        for other, ids in normalizer.ids.items():
+            if other != noun and any(node_id in ids for node_id in new_ids):
+                raise FullSync(f"a row added to {noun} has an id that {other} has too")
 
 
 def _subset(table: RawTable, scan: _Scan, recorder: Recorder, *, anchor: bool) -> RawTable:

@@ -413,6 +413,24 @@ def live_edges(conn: Connection, keys: list[tuple[str, ...]]) -> int:
     return int(found)
 
 
+def live_edges_touching(
+    conn: Connection, nodes: list[tuple[str, str]]
+) -> set[tuple[str, str, str, str, str]]:
+    """The keys of the live edges with one of these (node type, node id) at either end. One scan
+    of `edges` (no index leads with an end), asked only when anchor rows went away."""
+    if not nodes:
+        return set()
+    types, ids = (list(c) for c in zip(*nodes, strict=True))
+    found = conn.exec_driver_sql(
+        f"WITH gone AS (SELECT * FROM unnest(%s::text[], %s::text[]) AS g(node_type, node_id))"
+        f" SELECT {_EDGE_KEY} FROM edges e WHERE NOT e.deleted AND ("
+        f" (e.from_node_type, e.from_node_id) IN (SELECT node_type, node_id FROM gone)"
+        f" OR (e.to_node_type, e.to_node_id) IN (SELECT node_type, node_id FROM gone))",
+        (types, ids),
+    )
+    return {(a, b, c, d, e) for a, b, c, d, e in found}
+
+
 # A repeat whose key is already in `edges` is a duplicate of a row streamed before it; the others
 # (hash collisions) go in, the first streamed of each key winning, numbered after the COPYed rows.
 _INSERT_REPEATS = f"""
