@@ -67,3 +67,16 @@ def test_a_user_who_may_not_create_pgvector_is_told_who_must(pg_engine, settings
             conn.exec_driver_sql("DROP DATABASE IF EXISTS kb_limited WITH (FORCE)")
             conn.exec_driver_sql("DROP ROLE IF EXISTS kb_limited")
         admin.dispose()
+
+
+def test_checkpoints_are_spaced_for_bulk_work(pg_engine) -> None:
+    """The embedded server starts with checkpoints rarer than Postgres' defaults (1 GB, 5 min):
+    a first index must not meet one, after which a small re-sync rewrites whole pages to WAL."""
+    with pg_engine.connect() as conn:
+        settings = dict(
+            conn.exec_driver_sql(
+                "SELECT name, setting || coalesce(unit, '') FROM pg_settings"
+                " WHERE name IN ('max_wal_size', 'checkpoint_timeout')"
+            ).all()
+        )
+    assert settings == {"max_wal_size": "4096MB", "checkpoint_timeout": "1800s"}

@@ -197,10 +197,10 @@ def _insert_person(header: list[str], rows: list[list[str]]) -> list[list[str]]:
     return [*rows[:20], [person[h] for h in header], *rows[20:]]
 
 
-def _shuffle_and_rename(header: list[str], rows: list[list[str]]) -> list[list[str]]:
-    """The file sorted the other way round, and one person renamed on the way."""
-    rows = rows[::-1]
-    rows[7][header.index("person_name")] = "Re Named"
+def _move_and_rename(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+    """One person's line moved to the end, another person renamed."""
+    rows = [*rows[:5], *rows[6:], rows[5]]
+    rows[20][header.index("person_name")] = "Re Named"
     return rows
 
 
@@ -220,13 +220,14 @@ CASES: dict[str, tuple[Edit, bool]] = {
     # A CSV line that moved is the row it was (found by its digest), when its key does not matter.
     "a person inserted mid-file": (_change("Anchor_person", _insert_person), True),
     "a person and their interests deleted mid-file": (_drop_person(10, with_links=True), True),
-    "people in reverse order, one renamed": (_change("Anchor_person", _shuffle_and_rename), True),
+    "a person's line moved to the end, another renamed": (_change("Anchor_person", _move_and_rename), True),
+    # A file sorted anew keeps few lines in their order: one whole reading does it.
     "link rows in reverse order, one noted anew": (
         _both(
             _change("Link_person_has_interest", lambda h, rows: rows[::-1]),
             _set("Link_person_has_interest", 3, "note", "Anew."),
         ),
-        True,
+        False,
     ),
     # A CSV folder's references name ids, never display values: a copy of another city's name
     # and country takes no reference from it.
@@ -423,16 +424,25 @@ def _cities_shown_by_node_id(data: Path) -> None:
 def test_moved_rows_whose_display_values_repeat(
     settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
 ) -> None:
-    """The cities reordered: the reference by the shared `node_id` now names the other city.
-    Their ids are unique, but their display values are not: which row comes first matters."""
+    """The first of two cities sharing a `node_id` is renamed and moved to the end (paired again
+    by its id): the reference by the shared value now names the other city. Their ids are unique,
+    but their display values are not: which row comes first matters."""
     base = tmp_path / "base"
     shutil.copytree(kb, base)
     _cities_shown_by_node_id(base / "data")
-    edit = _change("Anchor_city", lambda h, rows: rows[::-1])
+
+    def last(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+        first = rows.pop(0)
+        first[header.index("city_name")] = "Renamed"
+        return [*rows, first]
+
+    edit = _change("Anchor_city", last)
     quick, quick_state = _run(settings, pg_engine, base, tmp_path, edit, full=False)
     slow, slow_state = _run(settings, pg_engine, base, tmp_path, edit, full=True)
     assert quick_state == slow_state and _counts(quick) == _counts(slow)
-    assert quick.paths["Anchor_city"].startswith("full: "), quick.paths
+    assert (
+        quick.paths["Anchor_city"] == "full: Anchor_city: rows moved in a table whose display values repeat"
+    )
 
 
 @pytest.mark.parametrize(
@@ -985,24 +995,78 @@ def test_rows_kept_whole_the_old_way_are_stored_in_runs_again(
     assert again["Link_a"].patched == set()
 
 
-def test_moved_lines_are_matched_by_digest_in_order() -> None:
-    """Lines that moved are matched to the kept lines by digest: a digest kept on several lines
-    (blank rows, say) is matched the n-th new one to the n-th kept one; a line no kept one had is
-    new, and a kept one not matched is gone."""
-    from vedana.etl.resync import _scan_lines
-    from vedana.sources.base import RowDigests
-    from vedana.stores.sync_rows import TableRows
+@pytest.mark.parametrize("seed", range(24))
+def test_lines_that_moved_pair_only_equal_lines(seed: int) -> None:
+    """`_align_lines` over random edits of a file (lines inserted, removed, changed, blocks of
+    them, a block moved): every new line paired with a kept line has its digest, no kept line is
+    paired twice, and the unpaired lines on each side are exactly the rest. Lines that stayed in
+    place between two edits are paired."""
+    import random
 
-    def digests(*names: str) -> tuple[array, array, array]:
-        return (
-            array("q", range(1, len(names) + 1)),
-            array("I", (ord(n[0]) for n in names)),
-            array("I", (ord(n[-1]) for n in names)),
-        )
+    from vedana.etl.resync import _align_lines
 
-    old = TableRows(*digests("A", "B", "A", "C", "D"), ["a1", "b", "a2", "c", "d"])
-    bulk = RowDigests(*digests("A", "A", "C", "E", "B", "A"), fetch=lambda at: [f"raw{i}" for i in at])
-    scan = _scan_lines(bulk, old)
-    assert list(scan.outcomes) == ["a1", "a2", "c", "", "b", ""]
-    assert scan.changed == [(4, "raw3"), (6, "raw5")] and scan.positions == {4: 3, 6: 5}
-    assert scan.removed == [4] and scan.moved
+    rng = random.Random(seed)
+    old = [rng.getrandbits(40) for _ in range(rng.choice([0, 1, 50, 3000]))]
+    new = list(old)
+    for _ in range(rng.randint(0, 12)):
+        at = rng.randint(0, len(new))
+        kind = rng.choice(["insert", "remove", "change", "block in", "block out", "move"])
+        if kind == "insert":
+            new.insert(at, rng.getrandbits(40))
+        elif kind == "remove" and at < len(new):
+            del new[at]
+        elif kind == "change" and at < len(new):
+            new[at] = rng.getrandbits(40)
+        elif kind == "block in":
+            new[at:at] = [rng.getrandbits(40) for _ in range(rng.randint(2, 700))]
+        elif kind == "block out":
+            del new[at : at + rng.randint(2, 700)]
+        elif kind == "move" and at < len(new):
+            block = new[at : at + 30]
+            del new[at : at + 30]
+            new[rng.randint(0, len(new)) : 0] = block
+
+    def halves(values: list[int]) -> tuple[array, array]:
+        return array("I", (v & 0xFFFFF for v in values)), array("I", (v >> 20 for v in values))
+
+    (new_low, new_high), (old_low, old_high) = halves(new), halves(old)
+    order, fresh, gone = _align_lines(new_low, new_high, old_low, old_high)
+    paired = [(i, j) for i, j in enumerate(order) if j >= 0]
+    assert all(new[i] == old[j] for i, j in paired)
+    assert len({j for _, j in paired}) == len(paired)
+    assert sorted(fresh) == [i for i, j in enumerate(order) if j < 0]
+    assert sorted(gone) == sorted(set(range(len(old))) - {j for _, j in paired})
+    if new == old:
+        assert not fresh and not gone
+    # The untouched head is paired line by line, and so is the untouched tail (the walk found
+    # its way again after the last edit).
+    head = tail = 0
+    while head < min(len(new), len(old)) and new[head] == old[head]:
+        head += 1
+    while tail < min(len(new), len(old)) - head and new[-1 - tail] == old[-1 - tail]:
+        tail += 1
+    assert list(order[:head]) == list(range(head))
+    assert all(order[len(new) - 1 - k] == len(old) - 1 - k for k in range(tail))
+
+
+def test_reordered_outcomes_read_like_their_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept outcomes read in another order (-1: a new line, ""), set, copied and packed again
+    exactly as the list they stand for; the kept rows stay as they were."""
+    from vedana.stores import sync_rows
+    from vedana.stores.sync_rows import _RUN_SEPARATOR, PackedOutcomes, ReorderedOutcomes
+
+    monkeypatch.setattr(sync_rows, "_RUN_ROWS", 3)
+    runs = ["a\x1db\x1dc", "d\x1de"]
+    kept = PackedOutcomes.stored(_RUN_SEPARATOR.join(runs), 5)
+    view = ReorderedOutcomes(kept, array("q", [4, -1, 0, 1, -1, 3]))
+    want = ["e", "", "a", "b", "", "d"]
+    assert len(view) == 6 and list(view) == want and [view[i] for i in range(6)] == want
+    other = view.copy()
+    other[1] = "new"
+    assert list(other) == ["e", "new", "a", "b", "", "d"] and list(view) == want
+    assert [o for run in other.packed_runs() for o in run.split("\x1d")] == list(other)
+    assert all(run.count("\x1d") < 3 for run in other.packed_runs())
+    assert list(view.extended(2)) == [*want, "", ""]
+    assert list(kept) == ["a", "b", "c", "d", "e"]
+    with pytest.raises(IndexError):
+        view[6]

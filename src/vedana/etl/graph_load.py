@@ -14,17 +14,29 @@ import json
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vedana.datamodel.names import graph_name_problem
 from vedana.errors import CypherError, SourceError
+from vedana.stores.falkordb_bulk import encode_rows
+from vedana.stores.graph import EncodedRows
+from vedana.stores.staging_bulk import (
+    GuessMissed,
+    RecordBatch,
+    edge_records_aside,
+    encodes_records,
+    node_records,
+    node_starts,
+)
 from vedana.stores.staging_changes import (
     GroupsAside,
     StagedGroup,
     VersionRange,
     changed_counts,
     edge_batches,
+    guessed_groups,
     node_batches,
     staged_groups,
     staged_type_counts,
@@ -167,15 +179,22 @@ class _Counter:
 class GraphWrite:
     """One graph write of a load, prepared by the reading thread: `rows` for `cypher`, or (with
     `rows` None) the index on `label`. `counts` names the `GraphChanges` field it adds to;
-    `label`, `keys` and `ends` (an edge's endpoint labels) say the same for a bulk build."""
+    `label`, `keys` and `ends` (an edge's endpoint labels) say the same for a bulk build, whose
+    rows may come encoded (`EncodedRows`, then `read` says how many staging rows they were)."""
 
     cypher: str
-    rows: list[Any] | None
+    rows: list[Any] | EncodedRows | None
     stage: str
     counts: str = ""
     label: str = ""
     keys: list[str] = field(default_factory=list)
     ends: tuple[str, str] = ("", "")
+    read: int = 0
+
+    @property
+    def size(self) -> int:
+        """How many staging rows the write carries."""
+        return self.read if isinstance(self.rows, EncodedRows) else len(self.rows or ())
 
 
 def load_graph(
@@ -227,9 +246,8 @@ def _load_graph(
     def written(done: list[GraphWrite]) -> None:
         """Count the writes the graph has acknowledged (`BatchWriter`)."""
         for write in done:
-            assert write.rows is not None
-            setattr(changes, write.counts, getattr(changes, write.counts) + len(write.rows))
-            counters.get(write.stage, nodes).add(len(write.rows))
+            setattr(changes, write.counts, getattr(changes, write.counts) + write.size)
+            counters.get(write.stage, nodes).add(write.size)
 
     # Every label's index goes in at the first index write (nothing is in flight yet), not each
     # before its label's nodes: each of those waited for the writes in flight, and the graph then
@@ -246,6 +264,7 @@ def _load_graph(
                         graph.ensure_index(label, "id")
                     indexed = True
                 continue
+            assert not isinstance(write.rows, EncodedRows)  # only a bulk build reads them
             done = writer.send(write.cypher, write.rows, write)
             if EDGE_STAGE not in counters and write.counts != "nodes_upserted":  # node upserts are over
                 counters[EDGE_STAGE] = _Counter(EDGE_STAGE, edge_total(), on_progress)
@@ -272,9 +291,19 @@ def rebuild_graph(
     cleared and `load_graph` loads them."""
     rows = VersionRange(None, upto)
     owned = list(owned)
+    if encodes_records(conn):
+        # The groups' keys and kinds from a sample of their rows, checked as the rows are read
+        # (`staging_bulk`): two passes over every value fewer, most of Postgres' share.
+        edge_groups = GroupsAside(conn, "edges", rows, sampled=True)
+        try:
+            return _rebuild_graph(conn, graph, rows, owned, batch_size, on_progress, edge_groups, True)
+        except GuessMissed:
+            pass  # nothing was swapped in: build again from the exact groups
+        finally:
+            edge_groups.join()
     edge_groups = GroupsAside(conn, "edges", rows, race=True)  # beside the nodes: see graph_writes
     try:
-        return _rebuild_graph(conn, graph, rows, owned, batch_size, on_progress, edge_groups)
+        return _rebuild_graph(conn, graph, rows, owned, batch_size, on_progress, edge_groups, False)
     finally:
         edge_groups.join()
 
@@ -291,21 +320,29 @@ def _rebuild_graph(
     batch_size: int,
     on_progress: Progress,
     edge_groups: GroupsAside,
+    sampled: bool,
 ) -> GraphChanges:
     """The plan is the nodes' groups (read anyway) and, once the first edge comes, the edges'
     (asked aside): not a scan of each table of its own. Nothing is live before `finish()`, so an
-    edge label refused then leaves the graph as it was."""
-    node_groups = staged_groups(conn, "nodes", rows)  # a full range holds live rows only
+    edge label refused then leaves the graph as it was. `sampled`: the groups are
+    `guessed_groups`, which only a build taking encoded rows can read (else `GuessMissed`)."""
+    # a full range holds live rows only
+    node_groups = (guessed_groups if sampled else staged_groups)(conn, "nodes", rows)
     node_names = sorted({group.names[0] for group in node_groups})
     for name in node_names:
         quote_name(name)  # refuse an unusable name before anything is written
     node_total = sum(group.count for group in node_groups)
     build = graph.bulk_build(owned, node_names) if node_total else None
     if build is not None:
+        if sampled and not build.encoded_rows:
+            build.abort()
+            raise GuessMissed("the build takes no encoded rows")
         try:
             return _build(conn, build, rows, batch_size, on_progress, node_groups, edge_groups)
         except _NotBulk:
             pass
+    if sampled:
+        raise GuessMissed("not a bulk build: the load reads the exact groups")
     graph.clear(owned)
     return _load_graph(conn, graph, rows, batch_size, on_progress, edge_groups)
 
@@ -331,19 +368,25 @@ def _build(
     changes = GraphChanges()
     nodes = _Counter(NODE_STAGE, sum(group.count for group in node_groups), on_progress)
     edges: _Counter | None = None
+    if build.encoded_rows and encodes_records(conn):
+        writes = _encoded_writes(conn, rows, batch_size, edge_groups, node_groups)
+    else:
+        writes = graph_writes(conn, rows, batch_size, edge_groups, node_groups)
     try:
-        for write in _overlapped(graph_writes(conn, rows, batch_size, edge_groups, node_groups)):
-            if write.rows is None:
+        for write in _overlapped(writes):
+            if write is _NODES_READ:
+                build.send_pending()
+            elif write.rows is None:
                 build.add_index(write.label, "id")
             elif write.counts == "nodes_upserted":
                 build.add_nodes(write.label, write.keys, write.rows)
-                changes.nodes_upserted += len(write.rows)
-                nodes.add(len(write.rows))
+                changes.nodes_upserted += write.size
+                nodes.add(write.size)
             else:  # a full load has no tombstones: edge upserts
                 edges = edges or _Counter(EDGE_STAGE, edge_total(), on_progress)
                 build.add_edges(write.label, *write.ends, write.keys, write.rows)
-                changes.edges_upserted += len(write.rows)
-                edges.add(len(write.rows))
+                changes.edges_upserted += write.size
+                edges.add(write.size)
         if edges is None:
             edges = _Counter(EDGE_STAGE, edge_total(), on_progress)
         build.finish()
@@ -410,6 +453,59 @@ def _graph_writes(
             cypher, payload, EDGE_STAGE, "edges_upserted", label, batch.keys, (from_type, to_type)
         )
     yield from deleted_nodes
+
+
+def _encoded_writes(
+    conn: Connection,
+    rows: VersionRange,
+    batch_size: int,
+    edge_groups: GroupsAside,
+    node_groups: list[StagedGroup],
+) -> Iterator[GraphWrite]:
+    """A full load's writes (as `graph_writes`) with rows encoded as bulk records, by Postgres
+    (`vedana.stores.staging_bulk`) or, for a group holding maps, lists or other numbers, here."""
+    try:
+        # The edges' reads start now, beside the nodes' (their numbers are known already).
+        edge_reads = edge_records_aside(conn, rows, batch_size, edge_groups.result, node_starts(node_groups))
+        with closing(edge_reads):  # its reading threads stop with the load
+            indexed: set[str] = set()
+            for batch in node_records(conn, rows, batch_size, node_groups):
+                (label,) = batch.names
+                if label not in indexed:
+                    indexed.add(label)
+                    yield GraphWrite("", None, NODE_STAGE, label=label)
+                records = _records(batch, ends=False)
+                yield GraphWrite(
+                    "", records, NODE_STAGE, "nodes_upserted", label, batch.keys, read=batch.count
+                )
+            yield _NODES_READ
+            for batch in edge_reads:
+                label, from_type, to_type = batch.names
+                records = _records(batch, ends=True)
+                yield GraphWrite(
+                    "",
+                    records,
+                    EDGE_STAGE,
+                    "edges_upserted",
+                    label,
+                    batch.keys,
+                    (from_type, to_type),
+                    batch.count,
+                )
+    finally:
+        edge_groups.join()
+
+
+# Between a bulk build's nodes and its edges: the graph can build the nodes while the first
+# edges are read.
+_NODES_READ = GraphWrite("", None, EDGE_STAGE)
+
+
+def _records(batch: RecordBatch, *, ends: bool) -> EncodedRows:
+    if batch.records is not None:
+        return EncodedRows(batch.records, batch.kept)
+    assert batch.rows is not None
+    return encode_rows(_graph_values(batch.rows, 1), ends=ends)
 
 
 _AHEAD = 4  # prepared batches waiting for the graph: enough to cover a slow reply, little memory

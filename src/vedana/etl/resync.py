@@ -57,7 +57,7 @@ from vedana.etl.normalize import (
 )
 from vedana.etl.report import DANGLING, DUPLICATE_EDGE, UNRESOLVED_REF, SyncReport, TypeReport
 from vedana.sources.base import RawTable, RowDigests, differing, row_digest
-from vedana.stores.sync_rows import PackedOutcomes, pack_outcomes, unpack_outcomes
+from vedana.stores.sync_rows import PackedOutcomes, ReorderedOutcomes, pack_outcomes, unpack_outcomes
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -360,9 +360,11 @@ class _Scan:
     removed: list[int] = field(default_factory=list)  # old positions of rows gone
     was: dict[int, int] = field(default_factory=dict)  # changed row_id -> its old position
     patched: set[int] | None = None  # in place: positions differing from the packed rows stored
-    lines: bool = False  # rows matched by digest, wherever they are (`_scan_lines`)
-    # A row is not where it was (`lines`): which of two rows with one id or display value comes
-    # first may differ now. Not so when only rows in place changed or rows came or went at the end.
+    lines: bool = False  # lines paired by digest (`_scan_lines`), edited anchor rows by id
+    order: array | None = None  # lines: each line's kept line, -1 for none (`_align_lines`)
+    # Lines: an anchor row paired by id is not where it was among the others, so which of two
+    # rows with one id or display value comes first may differ now (lines paired by digest keep
+    # their order; lines inserted or removed between them move none of them in that sense).
     moved: bool = False
 
 
@@ -384,7 +386,7 @@ def _scan(table: RawTable, old: TableRows, *, movable: bool = False) -> _Scan:
         if not movable or len(low_differ) * _MOVED_SHARE <= kept or not lines():
             return _scan_in_place(bulk, old, added=len(bulk.keys) - kept, low_differ=low_differ)
     if lines():
-        return _scan_lines(bulk, old)
+        return _scan_lines(bulk, old, table.name)
     return _scan_rows(table, old, bulk)
 
 
@@ -400,61 +402,141 @@ def _are_lines(keys: array) -> bool:
     )
 
 
-def _scan_lines(bulk: RowDigests, old: TableRows) -> _Scan:
-    """A CSV file whose lines moved (some inserted or removed before its end): a line whose
-    digest a kept line had is that row, wherever it is now (the first such line not matched yet);
-    the other lines are new and the kept lines not matched are gone. An edited anchor row is one
-    gone and one new here, paired again by its id (`_rebuild_maps`)."""
-    # Each digest as one int (a dict of them: ~120 MB at 1M rows where (low, high) tuples with a
-    # list of positions each took ~285 MB), mapped to its first kept line not matched yet.
-    kept = _joined(old)
-    first = dict(zip(reversed(kept), range(len(kept) - 1, -1, -1), strict=True))
-    later: dict[int, list[int]] = {}  # a digest kept on several lines (blank ones): the others
-    if len(first) != len(kept):
-        for j, digest in enumerate(kept):
-            if first[digest] != j:
-                later.setdefault(digest, []).append(j)
-        for positions in later.values():
-            positions.reverse()  # popped from the end: the next kept line first
-    del kept
-    outcomes: list[str] = []
-    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, lines=True)
-    seen = bytearray(len(old.keys))
-    fresh: list[int] = []
-    # Read in any order here: packed runs would be unpacked again at nearly every read of a
-    # shuffled file (a run of 4096 rows per row: minutes at 1M rows), so unpacked once. The
-    # strings are those `outcomes` keeps anyway; the list of them is 8 bytes a row more.
-    before = list(old.outcomes) if isinstance(old.outcomes, PackedOutcomes) else old.outcomes
-    pop = first.pop
-    for i, digest in enumerate(_joined(bulk)):
-        j = pop(digest, -1)
-        if j < 0:
-            fresh.append(i)
-            outcomes.append("")
-            continue
-        if later and digest in later:
-            rest = later[digest]
-            first[digest] = rest.pop()
-            if not rest:
-                del later[digest]
-        seen[j] = 1
-        outcomes.append(before[j])
-        if j != i:
-            scan.moved = True
+def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:
+    """A CSV file whose lines moved (some inserted or removed before its end): a line is the kept
+    row whose digest it has, as `_align_lines` pairs them; the other lines are new and the kept
+    lines not paired are gone. An edited anchor row is one gone and one new here, paired again
+    by its id (`_rebuild_maps`)."""
+    order, fresh, gone = _align_lines(bulk.low, bulk.high, old.low, old.high)
+    if len(fresh) * 2 > len(order):  # mostly new or reordered: one whole reading is cheaper
+        raise FullSync(f"{name}: most lines are new or moved")
+    kept = old.outcomes
+    outcomes = (
+        ReorderedOutcomes(kept, order)
+        if isinstance(kept, PackedOutcomes)
+        else [kept[j] if j >= 0 else "" for j in order]
+    )
+    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, lines=True, order=order)
     for i, raw in zip(fresh, bulk.fetch(fresh), strict=True):
         key = bulk.keys[i]
         scan.positions[key] = i
         scan.changed.append((key, raw))
-    scan.removed = [j for j in range(len(old.keys)) if not seen[j]]
+    scan.removed = gone
     return scan
 
 
-_HIGH = 1 << 32
+def _align_lines(
+    new_low: array, new_high: array, old_low: array, old_high: array
+) -> tuple[array, list[int], list[int]]:
+    """Each new line's kept line (the same digest), -1 for none, walking both files in order:
+    runs of equal lines are taken whole; past a difference, both walks go on from the nearest
+    pair of equal lines (`_realign`). Returns that order, the new lines paired with none, and the
+    kept lines paired with none. Memory: 8 bytes a line; time: about a compare per line."""
+    n, m = len(new_low), len(old_low)
+    order = array("q", [-1]) * n
+    fresh: list[int] = []
+    gone: list[int] = []
+    far = [0]
+    i = j = 0
+    while i < n and j < m:
+        run = _equal_run(new_low, new_high, i, old_low, old_high, j)
+        if run:
+            order[i : i + run] = array("q", range(j, j + run))
+            i, j = i + run, j + run
+            continue
+        di, dj = _realign(new_low, new_high, i, old_low, old_high, j, far)
+        fresh += range(i, i + di)
+        gone += range(j, j + dj)
+        i, j = i + di, j + dj
+    fresh += range(i, n)
+    gone += range(j, m)
+    return order, fresh, gone
 
 
-def _joined(rows: RowDigests | TableRows) -> list[int]:
-    """Each row's digest as one int (its two halves joined), made in C."""
-    return list(map(int.__or__, rows.low, map(_HIGH.__mul__, rows.high)))
+def _equal_run(new_low: array, new_high: array, i: int, old_low: array, old_high: array, j: int) -> int:
+    """How many lines from new `i` and kept `j` on are equal: blocks compared in C, growing while
+    they agree, halving down to the first line that differs."""
+    size, run = 64, 0
+    limit = min(len(new_low) - i, len(old_low) - j)
+    while run < limit:
+        size = min(size, limit - run)
+        a, b = i + run, j + run
+        if (
+            new_low[a : a + size] == old_low[b : b + size]
+            and new_high[a : a + size] == old_high[b : b + size]
+        ):
+            run += size
+            size *= 4
+        elif size > 1:
+            size //= 2
+        else:
+            break
+    return run
+
+
+_REALIGN_WINDOW = 256  # lines looked ahead on each side for the nearest pair of equal lines, at first
+_REALIGN_WINDOW_MAX = 1 << 16  # ... and at most (the window's digests are held in a dict)
+_FAR_SEARCHES = 64  # searches past the window, at most, before the rest of a file counts as new
+
+
+def _realign(
+    new_low: array, new_high: array, i: int, old_low: array, old_high: array, j: int, far: list[int]
+) -> tuple[int, int]:
+    """(di, dj), di + dj > 0: lines to skip on each side to the nearest new line `i + di` and
+    kept line `j + dj` that are equal. Within a window (growing fourfold while it finds none),
+    the pair with fewest lines skipped; past the largest (a block of lines inserted or removed),
+    the kept line `j` further on in the new file or the new line `i` further on in the kept one,
+    searched in C; neither: both lines changed. `far` counts those searches: past
+    `_FAR_SEARCHES` the rest of the file is new (it was reordered)."""
+    n, m = len(new_low), len(old_low)
+
+    def same(a: int, b: int) -> bool:
+        return a < n and b < m and new_low[a] == old_low[b] and new_high[a] == old_high[b]
+
+    for di, dj in ((1, 1), (1, 0), (0, 1)):  # one line changed, added or removed: the usual
+        if same(i + di, j + dj):
+            return di, dj
+    window = _REALIGN_WINDOW
+    while True:
+        first: dict[tuple[int, int], int] = {}
+        for dj in range(min(window, m - j)):
+            first.setdefault((old_low[j + dj], old_high[j + dj]), dj)
+        best: tuple[int, int] | None = None
+        for di in range(min(window, n - i)):
+            if best is not None and di >= best[0] + best[1]:
+                break
+            dj = first.get((new_low[i + di], new_high[i + di]), -1)
+            if dj >= 0 and (best is None or di + dj < best[0] + best[1]):
+                best = (di, dj)
+        if best is not None:
+            return best
+        if window >= max(n - i, m - j):
+            return n - i, m - j  # no line of either rest is in the other
+        if window >= _REALIGN_WINDOW_MAX:
+            break
+        window *= 4
+    far[0] += 1
+    if far[0] > _FAR_SEARCHES:
+        return n - i, m - j
+    inserted = _find(new_low, new_high, i, old_low[j], old_high[j])  # old line j further on
+    removed = _find(old_low, old_high, j, new_low[i], new_high[i])  # new line i further on
+    if inserted < 0 and removed < 0:
+        return 1, 1
+    if removed < 0 or 0 <= inserted - i <= removed - j:
+        return inserted - i, 0
+    return 0, removed - j
+
+
+def _find(low: array, high: array, start: int, want_low: int, want_high: int) -> int:
+    """The first position from `start` holding that digest, -1 for none (a scan in C)."""
+    while True:
+        try:
+            at = low.index(want_low, start)
+        except ValueError:
+            return -1
+        if high[at] == want_high:
+            return at
+        start = at + 1
 
 
 def _scan_in_place(
@@ -709,7 +791,7 @@ def _rebuild_maps(
     for j in scan.removed if scan.lines else ():
         if text := old.outcomes[j]:
             gone.setdefault(text[1:].split(_SEP, 1)[0], j)
-    paired: set[int] = set()  # old positions of rows edited where lines moved
+    paired: dict[int, int] = {}  # old position -> new, of rows edited where lines moved
     texts = _copy_of(scan.outcomes)
     added: list[tuple[str, str]] = []  # (id, display values) of the rows new to the table
     for row_id, raw in scan.changed:
@@ -723,8 +805,7 @@ def _rebuild_maps(
         if at is None and scan.lines and node_id in gone:  # a row edited where lines were matched
             at = scan.was[row_id] = gone.pop(node_id)
             scan.stale.append(at)
-            paired.add(at)
-            scan.moved = scan.moved or at != scan.positions[row_id]
+            paired[at] = scan.positions[row_id]
         if at is None:
             if now:
                 if not (node_id.isprintable() and shows.replace(_FIELD, "").isprintable()):  # type: ignore[union-attr]
@@ -740,6 +821,8 @@ def _rebuild_maps(
         texts[scan.positions[row_id]] = before
     if paired:  # once, not a list.remove per row: many rows edited where lines moved
         scan.removed = [j for j in scan.removed if j not in paired]
+        assert scan.order is not None
+        scan.moved = not _in_order(scan.order, paired)
     removed = []
     for j in scan.removed:
         if text := old.outcomes[j]:
@@ -775,6 +858,17 @@ def _rebuild_maps(
     if removed and not normalizer.ids[noun].isdisjoint(removed):
         raise FullSync(f"{table.name}: a removed row's id is held by another row (a duplicate before)")
     return [node_id for node_id, _ in added], removed
+
+
+def _in_order(order: array, paired: dict[int, int]) -> bool:
+    """Whether the rows paired by id (old position -> new) keep their places among the lines
+    paired by digest (`order`: each line's kept line, -1 for none), which keep their order: then
+    every line's kept line comes after the kept line of the line before. In C but the pairs."""
+    kept = array("q", order)
+    for j, i in paired.items():
+        kept[i] = j
+    present = list(filter((-1).__lt__, kept))
+    return present == sorted(present)
 
 
 def _display_maps(

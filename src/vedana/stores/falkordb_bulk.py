@@ -23,11 +23,11 @@ from __future__ import annotations
 import queue
 import struct
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from vedana.errors import CypherError
-from vedana.stores.graph import GraphBuild, quote_name
+from vedana.stores.graph import EncodedRows, GraphBuild, quote_name
 
 _NULL, _BOOL, _DOUBLE, _STRING, _LONG, _ARRAY = (bytes([tag]) for tag in range(6))
 _TRUE, _FALSE = _BOOL + b"\x01", _BOOL + b"\x00"
@@ -68,6 +68,24 @@ def encode_value(out: bytearray, value: Any) -> None:
         raise CypherError(f"cannot store a {kind.__name__} value in the graph")
 
 
+def encode_rows(rows: Iterable[Sequence[Any]], *, ends: bool = False) -> EncodedRows:
+    """`rows` of values as node records; with `ends`, as relationship records whose first value
+    is the two node numbers, already as record bytes (a row with None there is skipped)."""
+    out = bytearray()
+    kept = 0
+    for row in rows:
+        values: Iterable[Any] = row
+        if ends:
+            if row[0] is None:
+                continue
+            out += row[0]
+            values = row[1:]
+        for value in values:
+            encode_value(out, value)
+        kept += 1
+    return EncodedRows(bytes(out), kept)
+
+
 def block_header(names: Iterable[str], properties: Iterable[str]) -> bytearray:
     """A block's header: its label(s) or type, and the property names its records hold."""
     props = list(properties)
@@ -81,7 +99,9 @@ def block_header(names: Iterable[str], properties: Iterable[str]) -> bytearray:
 class BulkBuild(GraphBuild):
     """A graph built under `scratch` with GRAPH.BULK and renamed to `target` by `finish()`.
 
-    Nodes must all be added before the relationships between them. Calls are sent by a thread
+    Nodes must all be added before the relationships between them. Rows may come as records
+    encoded already (`EncodedRows`, see `vedana.stores.staging_bulk`): nodes are then numbered
+    by the order they come in, and a relationship's record holds its ends' numbers. Calls are sent by a thread
     of their own, so the server builds one call while the next is encoded. `client` is a
     `redis.Redis` on the server; `schema` the live graph's (labels, types, property keys)."""
 
@@ -108,9 +128,16 @@ class BulkBuild(GraphBuild):
             self._add(False, bytes(block_header([name], [])), 0)
 
     # -- what the caller adds --------------------------------------------------------------------
-    def add_nodes(self, label: str, keys: list[str], rows: list[list[Any]]) -> None:
+    encoded_rows = True
+
+    def add_nodes(self, label: str, keys: list[str], rows: list[list[Any]] | EncodedRows) -> None:
         """Nodes of `label`; each row `[id, value of keys[0], ...]` (the id becomes property `id`)."""
         out = block_header([label], ["id", *keys])
+        if isinstance(rows, EncodedRows):
+            out += rows.data
+            self._next_node += rows.count
+            self._add(True, bytes(out), rows.count)
+            return
         numbers = self.node_numbers.setdefault(label, {})
         number = self._next_node
         for row in rows:
@@ -122,12 +149,22 @@ class BulkBuild(GraphBuild):
         self._add(True, bytes(out), len(rows))
 
     def add_edges(
-        self, rel_type: str, from_label: str, to_label: str, keys: list[str], rows: list[list[Any]]
+        self,
+        rel_type: str,
+        from_label: str,
+        to_label: str,
+        keys: list[str],
+        rows: list[list[Any]] | EncodedRows,
     ) -> int:
         """Relationships of `rel_type`; each row `[from id, to id, value of keys[0], ...]`. A row
         whose end is not a node added here is skipped (as a MATCH that finds nothing would);
         returns how many were kept."""
         out = block_header([rel_type], keys)
+        if isinstance(rows, EncodedRows):
+            if rows.count:
+                out += rows.data
+                self._add(False, bytes(out), rows.count)
+            return rows.count
         sources = self.node_numbers.get(from_label, {})
         targets = self.node_numbers.get(to_label, {})
         kept = 0
@@ -146,6 +183,11 @@ class BulkBuild(GraphBuild):
     def add_index(self, label: str, prop: str = "id") -> None:
         """A range index on `label.prop`, created on the new graph before it is swapped in."""
         self._indexes[(label, prop)] = None
+
+    def send_pending(self) -> None:
+        """Send the blocks added so far as a call of their own (the nodes, while the
+        relationships are still being read)."""
+        self._flush()
 
     # -- sending -----------------------------------------------------------------------------------
     def _add(self, node_block: bool, block: bytes, records: int) -> None:

@@ -150,23 +150,45 @@ class BatchWriter:
         self.close()
 
 
+@dataclass(frozen=True)
+class EncodedRows:
+    """`count` rows already encoded as a `GraphBuild`'s records (in the engine's bulk format),
+    back to back in `data`."""
+
+    data: bytes
+    count: int
+
+
 class GraphBuild(ABC):
     """A whole graph written at once (see `GraphStore.bulk_build`): nodes first, then the
-    relationships between them; rows are lists, as in the loads' `UNWIND` batches."""
+    relationships between them; rows are lists, as in the loads' `UNWIND` batches, or (where
+    `encoded_rows` says the build takes them) `EncodedRows`."""
+
+    encoded_rows = False
 
     @abstractmethod
-    def add_nodes(self, label: str, keys: list[str], rows: list[list[Any]]) -> None:
+    def add_nodes(self, label: str, keys: list[str], rows: list[list[Any]] | EncodedRows) -> None:
         """Rows `[id, value of keys[0], ...]`."""
 
     @abstractmethod
     def add_edges(
-        self, rel_type: str, from_label: str, to_label: str, keys: list[str], rows: list[list[Any]]
+        self,
+        rel_type: str,
+        from_label: str,
+        to_label: str,
+        keys: list[str],
+        rows: list[list[Any]] | EncodedRows,
     ) -> int:
         """Rows `[from id, to id, value of keys[0], ...]`; those whose ends are not added nodes
         are skipped. Returns how many were kept."""
 
     @abstractmethod
     def add_index(self, label: str, prop: str = "id") -> None: ...
+
+    @abstractmethod
+    def send_pending(self) -> None:
+        """Send what was added so far, if the build holds some back (the caller will be a while
+        with the next rows)."""
 
     @abstractmethod
     def finish(self) -> None:

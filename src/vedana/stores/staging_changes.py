@@ -102,6 +102,7 @@ class StagedGroup:
     count: int
     keys: list[str]
     kinds: list[str]
+    guessed: bool = False  # keys and kinds from a sample (`guessed_groups`): the read must check them
 
 
 KEY_SAMPLE_ROWS = 1000  # rows whose keys the edges' kinds pass starts from (GroupsAside)
@@ -129,6 +130,71 @@ def staged_groups(conn: Connection, table: str, rows: VersionRange) -> list[Stag
     if len(keys) > SHARED_KEYS_MAX:
         return _groups_one_by_one(conn, table, rows)
     return _groups_coded(conn, table, rows.where(), rows.params(), keys, by_group=True)
+
+
+GUESS_SAMPLE_ROWS = 1000  # rows of each group whose keys `guessed_groups` takes
+
+
+def guessed_groups(conn: Connection, table: str, rows: VersionRange) -> list[StagedGroup]:
+    """The live groups of `table`'s rows in a full range `rows`, as `staged_groups` gives them,
+    but with the keys (and kinds) of a sample of each group's rows: one short scan for the counts
+    and a look at `GUESS_SAMPLE_ROWS` rows per group, instead of two passes reading every value.
+    A key's kind is "any" (every value a string, number, boolean or null, for the read to encode
+    by its own type), "json" for every key of a group whose sample holds a map or list. The
+    read (`vedana.stores.staging_bulk`) checks every row against the guess."""
+    if table not in _GROUPS:
+        raise KeyError(f"no staging table {table!r}")
+    group_cols, _ = _GROUPS[table]
+    grouped = ", ".join(group_cols)
+    conn.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")  # see staged_groups
+    live = f"{rows.where()} AND NOT deleted"
+    groups = []
+    for *names, count in _rows(
+        conn,
+        f"SELECT {grouped}, count(*) FROM {table} WHERE {live} GROUP BY {grouped} ORDER BY {grouped}",
+        rows.params(),
+    ):
+        params: dict[str, Any] = {**rows.params(), **{f"g{i}": name for i, name in enumerate(names)}}
+        same_group = " AND ".join(f"{col} = %(g{i})s" for i, col in enumerate(group_cols))
+        sample = f"SELECT attributes FROM {table} WHERE {live} AND {same_group} LIMIT {GUESS_SAMPLE_ROWS}"
+        found = _rows(
+            conn,
+            "SELECT key, bool_or(jsonb_typeof(value) IN ('object', 'array')) "
+            f"FROM ({sample}) AS sample, jsonb_each(attributes) GROUP BY key ORDER BY key",
+            params,
+        )
+        held = [(key, nested) for key, nested in found if not (table == "nodes" and key == "id")]
+        kind = "json" if any(nested for _, nested in held) else "any"
+        keys = [key for key, _ in held]
+        groups.append(StagedGroup(tuple(names), False, int(count), keys, [kind] * len(keys), guessed=True))
+    return groups
+
+
+ANALYZE_SAMPLE_TARGET = 10  # statistics target of `analyze_if_never`: a 3,000-row sample
+
+
+def analyze_if_never(conn: Connection) -> None:
+    """Give the staging tables statistics if Postgres has none yet (an index run just after the
+    first sync, before autovacuum came by), and commit: the full rebuild joins edges to nodes
+    on other connections, and without statistics the planner took a group's edges for a row or
+    two, and sorted or hashed them on disk (1M rows: 4-6 s a group instead of 2). A small sample
+    of the columns those reads filter and join on is enough for that (0.03 s; every column at
+    the default target took 0.2 s at 100k rows), and a column list leaves autovacuum's count
+    of changes as it was, so it still analyzes the tables in full when it comes by. A table
+    autovacuum is working on is skipped rather than waited for (up to a second, until it gives
+    way)."""
+    never = _rows(
+        conn,
+        "SELECT relname FROM pg_class WHERE oid IN ('nodes'::regclass, 'edges'::regclass) AND reltuples < 0",
+        {},
+    )
+    if never:
+        conn.exec_driver_sql(f"SET LOCAL default_statistics_target = {ANALYZE_SAMPLE_TARGET}")
+        conn.exec_driver_sql(
+            "ANALYZE (SKIP_LOCKED) nodes (node_type, node_id, deleted, version), "
+            "edges (edge_label, from_node_type, to_node_type, from_node_id, to_node_id, deleted, version)"
+        )
+        conn.commit()
 
 
 def _keys(
@@ -249,16 +315,22 @@ class GroupsAside:
     With `race`, the kinds pass does not wait for the keys pass: it is asked for the keys of a
     sample of the rows while a third connection finds them all. When the sample held them all
     (the rows of a group share their columns), its answer is `staged_groups`' (a key no row holds
-    gets no code); else the kinds are asked again for every key. That is for a full rebuild,
+    gets no code); else the kinds are asked again for every key. With `sampled`, the answer is
+    `guessed_groups`'. Both are for a full rebuild,
     whose graph (FalkorDB) waits for the edges (0.07 s sooner at 100k); an incremental load keeps
     FalkorDB busy with the nodes meanwhile, and a third busy backend only slowed it."""
 
-    def __init__(self, conn: Connection, table: str, rows: VersionRange, *, race: bool = False) -> None:
+    def __init__(
+        self, conn: Connection, table: str, rows: VersionRange, *, race: bool = False, sampled: bool = False
+    ) -> None:
         engine = conn.engine
 
         def ask(own: Connection) -> list[StagedGroup]:
             if table not in _GROUPS:
                 raise KeyError(f"no staging table {table!r}")
+            if sampled:
+                analyze_if_never(own)
+                return guessed_groups(own, table, rows)
             if not race:
                 return staged_groups(own, table, rows)
             own.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")  # see staged_groups

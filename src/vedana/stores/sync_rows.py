@@ -124,6 +124,47 @@ class PackedOutcomes:
                 yield pack_outcomes(rows[i : i + _RUN_ROWS])
 
 
+class ReorderedOutcomes(PackedOutcomes):
+    """Kept outcomes read in another order: row i is the kept row `order[i]`, "" where that is -1
+    (a line new to its file). What a re-sync holds for a file whose lines moved: 8 bytes a row
+    beside the kept runs, where a list would hold a string per row (~100 MB at 1M rows)."""
+
+    def __init__(self, kept: PackedOutcomes, order: array) -> None:
+        # No runs of its own (the base's are never read here): the kept rows are read through `kept`.
+        self._kept, self._order = kept, order
+        self._count = len(order)
+        self._set = {}
+
+    def copy(self) -> ReorderedOutcomes:
+        other = ReorderedOutcomes(self._kept, self._order)
+        other._set = dict(self._set)
+        return other
+
+    def extended(self, more: int) -> ReorderedOutcomes:
+        other = ReorderedOutcomes(self._kept, self._order + array("q", [-1]) * max(more, 0))
+        other._set = dict(self._set)
+        return other
+
+    def oversized(self) -> bool:
+        return False
+
+    def __getitem__(self, position: int) -> str:
+        found = self._set.get(position)
+        if found is not None:
+            return found
+        if not 0 <= position < self._count:
+            raise IndexError(position)
+        kept = self._order[position]
+        return self._kept[kept] if kept >= 0 else ""
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.__getitem__, range(self._count))
+
+    def packed_runs(self) -> Iterator[str]:
+        for start in range(0, self._count, _RUN_ROWS):
+            yield pack_outcomes([self[i] for i in range(start, min(start + _RUN_ROWS, self._count))])
+
+
 @dataclass
 class TableRows:
     """One table's source rows, in the order the source gave them."""
