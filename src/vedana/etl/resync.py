@@ -360,7 +360,8 @@ class _Scan:
     removed: list[int] = field(default_factory=list)  # old positions of rows gone
     was: dict[int, int] = field(default_factory=dict)  # changed row_id -> its old position
     patched: set[int] | None = None  # in place: positions differing from the packed rows stored
-    moved: bool = False  # rows matched by digest, wherever they are (`_scan_lines`)
+    by_digest: bool = False  # rows matched by digest, wherever they are (`_scan_lines`)
+    moved: bool = False  # ... and some of them are not where they were
 
 
 def _scan(table: RawTable, old: TableRows, *, movable: bool = False) -> _Scan:
@@ -402,7 +403,7 @@ def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:
     row whose digest it has, as `_align_lines` pairs them; the other lines are new and the kept
     lines not paired are gone. An edited anchor row is one gone and one new here, paired again
     by its id (`_rebuild_maps`)."""
-    order, fresh, gone = _align_lines(bulk.low, bulk.high, old.low, old.high)
+    order, fresh, gone, shifted = _align_lines(bulk.low, bulk.high, old.low, old.high)
     if len(fresh) * 2 > len(order):  # mostly new or reordered: one whole reading is cheaper
         raise FullSync(f"{name}: most lines are new or moved")
     kept = old.outcomes
@@ -411,7 +412,7 @@ def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:
         if isinstance(kept, PackedOutcomes)
         else [kept[j] if j >= 0 else "" for j in order]
     )
-    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, moved=True)
+    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, by_digest=True, moved=shifted)
     for i, raw in zip(fresh, bulk.fetch(fresh), strict=True):
         key = bulk.keys[i]
         scan.positions[key] = i
@@ -422,21 +423,24 @@ def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:
 
 def _align_lines(
     new_low: array, new_high: array, old_low: array, old_high: array
-) -> tuple[array, list[int], list[int]]:
+) -> tuple[array, list[int], list[int], bool]:
     """Each new line's kept line (the same digest), -1 for none, walking both files in order:
     runs of equal lines are taken whole; past a difference, both walks go on from the nearest
-    pair of equal lines (`_realign`). Returns that order, the new lines paired with none, and the
-    kept lines paired with none. Memory: 8 bytes a line; time: about a compare per line."""
+    pair of equal lines (`_realign`). Returns that order, the new lines paired with none, the
+    kept lines paired with none, and whether a paired line is not where it was. Memory: 8 bytes
+    a line; time: about a compare per line."""
     n, m = len(new_low), len(old_low)
     order = array("q", [-1]) * n
     fresh: list[int] = []
     gone: list[int] = []
     far = [0]
     i = j = 0
+    shifted = False
     while i < n and j < m:
         run = _equal_run(new_low, new_high, i, old_low, old_high, j)
         if run:
             order[i : i + run] = array("q", range(j, j + run))
+            shifted = shifted or i != j
             i, j = i + run, j + run
             continue
         di, dj = _realign(new_low, new_high, i, old_low, old_high, j, far)
@@ -445,7 +449,7 @@ def _align_lines(
         i, j = i + di, j + dj
     fresh += range(i, n)
     gone += range(j, m)
-    return order, fresh, gone
+    return order, fresh, gone, shifted
 
 
 def _equal_run(new_low: array, new_high: array, i: int, old_low: array, old_high: array, j: int) -> int:
@@ -665,7 +669,7 @@ def plan_incremental(
     delta: Counter[tuple[str, str]] = Counter()
     _take_out(normalizer, plan, links, scans, stored, out, contributors, delta)
     if removed:
-        _check_removed_ids(conn, normalizer, removed, out)
+        _check_removed_ids(conn, normalizer, removed, out, links, summary)
     recorder, fresh = _normalise_changed(normalizer, plan, links, scans, out, contributors, delta)
     if not recorder.sound:
         raise FullSync("a changed row's ids hold control characters")
@@ -796,10 +800,9 @@ def _rebuild_maps(
         shows = label_text(cells, label_cols)
         now = f"{node_id}{_SEP}{shows}" if node_id is not None else ""
         at = scan.was.get(row_id)
-        if at is None and scan.moved and node_id in gone:  # a row edited where lines moved
+        if at is None and scan.by_digest and node_id in gone:  # an edited row, matched by digest
             at = scan.was[row_id] = gone.pop(node_id)
             scan.stale.append(at)
-            scan.removed.remove(at)
         if at is None:
             if now:
                 if not (node_id.isprintable() and shows.replace(_FIELD, "").isprintable()):  # type: ignore[union-attr]
@@ -813,12 +816,7 @@ def _rebuild_maps(
         if (before[1:].rsplit(_SEP, 1)[0] if before else "") != now:
             raise FullSync(f"{table.name}: ids or display values changed (references may resolve anew)")
         texts[scan.positions[row_id]] = before
-    removed = []
-    for j in scan.removed:
-        if text := old.outcomes[j]:
-            if text[0] != "+":  # a duplicate id, or a row that said more than its keys
-                raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
-            removed.append(text[1:].split(_SEP, 1)[0])
+    removed = _removed_ids(table.name, scan, old)
     # Every row as it recorded itself: "±<id>␞<display values>␞<references>", "" if skipped.
     # Ids, display values and references hold no separator (the recorder vouched for that), so
     # every recorded row is three fields: a slice of rows at a time (memory), split at once in C.
@@ -844,16 +842,47 @@ def _rebuild_maps(
     normalizer.ids[noun].update(unique)
     if len(unique) != len(ids):
         normalizer.repeated_ids[noun].update(i for i, n in Counter(ids).items() if n > 1)
-    labels = normalizer.labels[noun]
+    _display_maps(normalizer.labels[noun], label_cols, ids, shown, table.name, moved=scan.moved)
+    if removed and not normalizer.ids[noun].isdisjoint(removed):
+        raise FullSync(f"{table.name}: a removed row's id is held by another row (a duplicate before)")
+    return [node_id for node_id, _ in added], removed
+
+
+def _removed_ids(table: str, scan: _Scan, old: TableRows) -> list[str]:
+    """The ids of the rows gone from the table (rows paired again by id, `scan.stale`, are
+    changed rows, not gone); a gone row that had said more than its keys: `FullSync`."""
+    if scan.stale and scan.by_digest:
+        paired = set(scan.stale)
+        scan.removed = [j for j in scan.removed if j not in paired]
+    removed = []
+    for j in scan.removed:
+        if text := old.outcomes[j]:
+            if text[0] != "+":  # a duplicate id, or a row that said more than its keys
+                raise FullSync(f"{table}: rows with ids were removed (references may resolve anew)")
+            removed.append(text[1:].split(_SEP, 1)[0])
+    return removed
+
+
+def _display_maps(
+    labels: dict[str, dict[str, str]],
+    label_cols: list[str],
+    ids: list[str],
+    shown: list[str],
+    table: str,
+    *,
+    moved: bool,
+) -> None:
+    """Each display column's map, value -> id, from every row's id and display values in order."""
     for c, col in enumerate(label_cols):
         values = shown if len(label_cols) == 1 else [v.split(_FIELD)[c] for v in shown]
         # The first row showing a value wins: later rows are written first, earlier ones over them.
         found = dict(zip(reversed(values), reversed(ids), strict=True))
         found.pop("", None)
+        if moved and len(found) != len(values) - values.count(""):
+            # A value two rows show names the first of them: moved lines may change which (unique
+            # ids do not rule it out when the display column is a second id column, node_id).
+            raise FullSync(f"{table}: rows moved in a table whose display values repeat")
         labels[col] = found
-    if removed and not normalizer.ids[noun].isdisjoint(removed):
-        raise FullSync(f"{table.name}: a removed row's id is held by another row (a duplicate before)")
-    return [node_id for node_id, _ in added], removed
 
 
 def _check_added_rows(table: str, added: list[tuple[str, str]], ids: list[str], shown: list[str]) -> None:
@@ -880,13 +909,33 @@ def _check_added_rows(table: str, added: list[tuple[str, str]], ids: list[str], 
 
 
 def _check_removed_ids(
-    conn: Connection, normalizer: Normalizer, removed: list[tuple[str, str]], out: Plan
+    conn: Connection,
+    normalizer: Normalizer,
+    removed: list[tuple[str, str]],
+    out: Plan,
+    links: list[tuple[RawTable, list[Any]]],
+    summary: dict[str, Any],
 ) -> None:
     """Anchor rows went away: every live edge at one of their nodes must be one the changed and
     removed rows made (taken out with them). An edge another row made means that row named the
-    node (by id or display value) and would resolve otherwise now: the whole reading finds how."""
+    node (by id or display value) and would resolve otherwise now: the whole reading finds how.
+
+    A link-table row whose end is a reference (a Grist Ref, by row id) to one of them names it
+    without an edge when its ends did not fit the link (`dangling endpoint`): now the reference
+    does not resolve, which counts otherwise (`unresolved reference`)."""
     from vedana.stores.staging_write import live_edges_touching
 
+    nouns = {noun for noun, _ in removed}
+    dangled = {s for s, r in summary.get("edges", {}).items() if r.get("skipped", {}).get(DANGLING)}
+    contributors = summary.get("contributors", {})
+    for table, _ in links:
+        ends = (table.column(FROM), table.column(TO))
+        refers = any(c is not None and normalizer._noun_of_table(c.ref_table) in nouns for c in ends)
+        if refers and any(contributors.get(sentence, {}).get(table.name) for sentence in dangled):
+            raise FullSync(
+                f"rows with ids were removed and {table.name} had dangling rows whose references "
+                "may name them (they would not resolve now)"
+            )
     if live_edges_touching(conn, removed) - out.old_edges:
         raise FullSync("rows with ids were removed that other rows name (references resolve anew)")
 
