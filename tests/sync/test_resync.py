@@ -1030,14 +1030,15 @@ def test_lines_that_moved_pair_only_equal_lines(seed: int) -> None:
         return array("I", (v & 0xFFFFF for v in values)), array("I", (v >> 20 for v in values))
 
     (new_low, new_high), (old_low, old_high) = halves(new), halves(old)
-    order, fresh, gone = _align_lines(new_low, new_high, old_low, old_high)
+    order, fresh, gone, shifted = _align_lines(new_low, new_high, old_low, old_high)
     paired = [(i, j) for i, j in enumerate(order) if j >= 0]
     assert all(new[i] == old[j] for i, j in paired)
     assert len({j for _, j in paired}) == len(paired)
     assert sorted(fresh) == [i for i, j in enumerate(order) if j < 0]
     assert sorted(gone) == sorted(set(range(len(old))) - {j for _, j in paired})
+    assert shifted == any(i != j for i, j in paired)
     if new == old:
-        assert not fresh and not gone
+        assert not fresh and not gone and not shifted
     # The untouched head is paired line by line, and so is the untouched tail (the walk found
     # its way again after the last edit).
     head = tail = 0

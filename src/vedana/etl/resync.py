@@ -360,12 +360,8 @@ class _Scan:
     removed: list[int] = field(default_factory=list)  # old positions of rows gone
     was: dict[int, int] = field(default_factory=dict)  # changed row_id -> its old position
     patched: set[int] | None = None  # in place: positions differing from the packed rows stored
-    lines: bool = False  # lines paired by digest (`_scan_lines`), edited anchor rows by id
-    order: array | None = None  # lines: each line's kept line, -1 for none (`_align_lines`)
-    # Lines: an anchor row paired by id is not where it was among the others, so which of two
-    # rows with one id or display value comes first may differ now (lines paired by digest keep
-    # their order; lines inserted or removed between them move none of them in that sense).
-    moved: bool = False
+    by_digest: bool = False  # rows matched by digest, wherever they are (`_scan_lines`)
+    moved: bool = False  # ... and some of them are not where they were
 
 
 def _scan(table: RawTable, old: TableRows, *, movable: bool = False) -> _Scan:
@@ -407,7 +403,7 @@ def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:
     row whose digest it has, as `_align_lines` pairs them; the other lines are new and the kept
     lines not paired are gone. An edited anchor row is one gone and one new here, paired again
     by its id (`_rebuild_maps`)."""
-    order, fresh, gone = _align_lines(bulk.low, bulk.high, old.low, old.high)
+    order, fresh, gone, shifted = _align_lines(bulk.low, bulk.high, old.low, old.high)
     if len(fresh) * 2 > len(order):  # mostly new or reordered: one whole reading is cheaper
         raise FullSync(f"{name}: most lines are new or moved")
     kept = old.outcomes
@@ -416,7 +412,7 @@ def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:
         if isinstance(kept, PackedOutcomes)
         else [kept[j] if j >= 0 else "" for j in order]
     )
-    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, lines=True, order=order)
+    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, by_digest=True, moved=shifted)
     for i, raw in zip(fresh, bulk.fetch(fresh), strict=True):
         key = bulk.keys[i]
         scan.positions[key] = i
@@ -427,21 +423,24 @@ def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:
 
 def _align_lines(
     new_low: array, new_high: array, old_low: array, old_high: array
-) -> tuple[array, list[int], list[int]]:
+) -> tuple[array, list[int], list[int], bool]:
     """Each new line's kept line (the same digest), -1 for none, walking both files in order:
     runs of equal lines are taken whole; past a difference, both walks go on from the nearest
-    pair of equal lines (`_realign`). Returns that order, the new lines paired with none, and the
-    kept lines paired with none. Memory: 8 bytes a line; time: about a compare per line."""
+    pair of equal lines (`_realign`). Returns that order, the new lines paired with none, the
+    kept lines paired with none, and whether a paired line is not where it was. Memory: 8 bytes
+    a line; time: about a compare per line."""
     n, m = len(new_low), len(old_low)
     order = array("q", [-1]) * n
     fresh: list[int] = []
     gone: list[int] = []
     far = [0]
     i = j = 0
+    shifted = False
     while i < n and j < m:
         run = _equal_run(new_low, new_high, i, old_low, old_high, j)
         if run:
             order[i : i + run] = array("q", range(j, j + run))
+            shifted = shifted or i != j
             i, j = i + run, j + run
             continue
         di, dj = _realign(new_low, new_high, i, old_low, old_high, j, far)
@@ -450,7 +449,7 @@ def _align_lines(
         i, j = i + di, j + dj
     fresh += range(i, n)
     gone += range(j, m)
-    return order, fresh, gone
+    return order, fresh, gone, shifted
 
 
 def _equal_run(new_low: array, new_high: array, i: int, old_low: array, old_high: array, j: int) -> int:
@@ -787,11 +786,10 @@ def _rebuild_maps(
     id_cols = normalizer.id_columns(noun, table)
     label_cols = normalizer.label_columns(noun, table)
     wanted = [*id_cols, *label_cols]
-    gone: dict[str, int] = {}  # id -> old position, of the rows no longer there (lines matched)
-    for j in scan.removed if scan.lines else ():
+    gone: dict[str, int] = {}  # id -> old position, of the rows no longer there
+    for j in scan.removed:
         if text := old.outcomes[j]:
             gone.setdefault(text[1:].split(_SEP, 1)[0], j)
-    paired: dict[int, int] = {}  # old position -> new, of rows edited where lines moved
     texts = _copy_of(scan.outcomes)
     added: list[tuple[str, str]] = []  # (id, display values) of the rows new to the table
     for row_id, raw in scan.changed:
@@ -802,10 +800,9 @@ def _rebuild_maps(
         shows = label_text(cells, label_cols)
         now = f"{node_id}{_SEP}{shows}" if node_id is not None else ""
         at = scan.was.get(row_id)
-        if at is None and scan.lines and node_id in gone:  # a row edited where lines were matched
+        if at is None and scan.by_digest and node_id in gone:  # an edited row, matched by digest
             at = scan.was[row_id] = gone.pop(node_id)
             scan.stale.append(at)
-            paired[at] = scan.positions[row_id]
         if at is None:
             if now:
                 if not (node_id.isprintable() and shows.replace(_FIELD, "").isprintable()):  # type: ignore[union-attr]
@@ -819,16 +816,7 @@ def _rebuild_maps(
         if (before[1:].rsplit(_SEP, 1)[0] if before else "") != now:
             raise FullSync(f"{table.name}: ids or display values changed (references may resolve anew)")
         texts[scan.positions[row_id]] = before
-    if paired:  # once, not a list.remove per row: many rows edited where lines moved
-        scan.removed = [j for j in scan.removed if j not in paired]
-        assert scan.order is not None
-        scan.moved = not _in_order(scan.order, paired)
-    removed = []
-    for j in scan.removed:
-        if text := old.outcomes[j]:
-            if text[0] != "+":  # a duplicate id, or a row that said more than its keys
-                raise FullSync(f"{table.name}: rows with ids were removed (references may resolve anew)")
-            removed.append(text[1:].split(_SEP, 1)[0])
+    removed = _removed_ids(table.name, scan, old)
     # Every row as it recorded itself: "±<id>␞<display values>␞<references>", "" if skipped.
     # Ids, display values and references hold no separator (the recorder vouched for that), so
     # every recorded row is three fields: a slice of rows at a time (memory), split at once in C.
@@ -860,15 +848,19 @@ def _rebuild_maps(
     return [node_id for node_id, _ in added], removed
 
 
-def _in_order(order: array, paired: dict[int, int]) -> bool:
-    """Whether the rows paired by id (old position -> new) keep their places among the lines
-    paired by digest (`order`: each line's kept line, -1 for none), which keep their order: then
-    every line's kept line comes after the kept line of the line before. In C but the pairs."""
-    kept = array("q", order)
-    for j, i in paired.items():
-        kept[i] = j
-    present = list(filter((-1).__lt__, kept))
-    return present == sorted(present)
+def _removed_ids(table: str, scan: _Scan, old: TableRows) -> list[str]:
+    """The ids of the rows gone from the table (rows paired again by id, `scan.stale`, are
+    changed rows, not gone); a gone row that had said more than its keys: `FullSync`."""
+    if scan.stale and scan.by_digest:
+        paired = set(scan.stale)
+        scan.removed = [j for j in scan.removed if j not in paired]
+    removed = []
+    for j in scan.removed:
+        if text := old.outcomes[j]:
+            if text[0] != "+":  # a duplicate id, or a row that said more than its keys
+                raise FullSync(f"{table}: rows with ids were removed (references may resolve anew)")
+            removed.append(text[1:].split(_SEP, 1)[0])
+    return removed
 
 
 def _display_maps(
@@ -887,8 +879,8 @@ def _display_maps(
         found = dict(zip(reversed(values), reversed(ids), strict=True))
         found.pop("", None)
         if moved and len(found) != len(values) - values.count(""):
-            # A value two rows show names the first of them: moved lines may change which.
-            # (Unique ids do not rule it out when the display column is a second id column.)
+            # A value two rows show names the first of them: moved lines may change which (unique
+            # ids do not rule it out when the display column is a second id column, node_id).
             raise FullSync(f"{table}: rows moved in a table whose display values repeat")
         labels[col] = found
 
@@ -938,9 +930,8 @@ def _check_removed_ids(
     contributors = summary.get("contributors", {})
     for table, _ in links:
         ends = (table.column(FROM), table.column(TO))
-        if any(c is not None and normalizer._noun_of_table(c.ref_table) in nouns for c in ends) and any(
-            contributors.get(sentence, {}).get(table.name) for sentence in dangled
-        ):
+        refers = any(c is not None and normalizer._noun_of_table(c.ref_table) in nouns for c in ends)
+        if refers and any(contributors.get(sentence, {}).get(table.name) for sentence in dangled):
             raise FullSync(
                 f"rows with ids were removed and {table.name} had dangling rows whose references "
                 "may name them (they would not resolve now)"
