@@ -445,9 +445,6 @@ def test_moved_rows_whose_display_values_repeat(
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="rows paired by id that swap places, no line shifted, count as not moved"
-)
 def test_rows_whose_display_values_repeat_swapped_and_edited(
     settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
 ) -> None:

@@ -362,6 +362,7 @@ class _Scan:
     patched: set[int] | None = None  # in place: positions differing from the packed rows stored
     by_digest: bool = False  # rows matched by digest, wherever they are (`_scan_lines`)
     moved: bool = False  # ... and some of them are not where they were
+    order: array | None = None  # by digest: each line's kept line, -1 for none (`_align_lines`)
 
 
 def _scan(table: RawTable, old: TableRows, *, movable: bool = False) -> _Scan:
@@ -412,7 +413,7 @@ def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:
         if isinstance(kept, PackedOutcomes)
         else [kept[j] if j >= 0 else "" for j in order]
     )
-    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, by_digest=True, moved=shifted)
+    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, by_digest=True, moved=shifted, order=order)
     for i, raw in zip(fresh, bulk.fetch(fresh), strict=True):
         key = bulk.keys[i]
         scan.positions[key] = i
@@ -791,6 +792,7 @@ def _rebuild_maps(
         if text := old.outcomes[j]:
             gone.setdefault(text[1:].split(_SEP, 1)[0], j)
     texts = _copy_of(scan.outcomes)
+    paired: dict[int, int] = {}  # old position -> new, of the rows paired again by id
     added: list[tuple[str, str]] = []  # (id, display values) of the rows new to the table
     for row_id, raw in scan.changed:
         cells = table.decode_some(raw, wanted)
@@ -803,6 +805,7 @@ def _rebuild_maps(
         if at is None and scan.by_digest and node_id in gone:  # an edited row, matched by digest
             at = scan.was[row_id] = gone.pop(node_id)
             scan.stale.append(at)
+            paired[at] = scan.positions[row_id]
         if at is None:
             if now:
                 if not (node_id.isprintable() and shows.replace(_FIELD, "").isprintable()):  # type: ignore[union-attr]
@@ -816,6 +819,11 @@ def _rebuild_maps(
         if (before[1:].rsplit(_SEP, 1)[0] if before else "") != now:
             raise FullSync(f"{table.name}: ids or display values changed (references may resolve anew)")
         texts[scan.positions[row_id]] = before
+    if paired and not scan.moved:
+        # Lines paired by digest keep their order (`_align_lines`); rows paired by id may have
+        # swapped places with no such line shifting.
+        assert scan.order is not None
+        scan.moved = not _in_order(scan.order, paired)
     removed = _removed_ids(table.name, scan, old)
     # Every row as it recorded itself: "±<id>␞<display values>␞<references>", "" if skipped.
     # Ids, display values and references hold no separator (the recorder vouched for that), so
@@ -846,6 +854,17 @@ def _rebuild_maps(
     if removed and not normalizer.ids[noun].isdisjoint(removed):
         raise FullSync(f"{table.name}: a removed row's id is held by another row (a duplicate before)")
     return [node_id for node_id, _ in added], removed
+
+
+def _in_order(order: array, paired: dict[int, int]) -> bool:
+    """Whether the rows paired by id (old position -> new) keep their places among the lines
+    paired by digest (`order`: each line's kept line, -1 for none): every line's kept line comes
+    after the kept line of the line before. In C but for the pairs."""
+    kept = array("q", order)
+    for j, i in paired.items():
+        kept[i] = j
+    present = list(filter((-1).__lt__, kept))
+    return present == sorted(present)
 
 
 def _removed_ids(table: str, scan: _Scan, old: TableRows) -> list[str]:
