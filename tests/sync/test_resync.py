@@ -1097,3 +1097,32 @@ def test_reordered_outcomes_read_like_their_list(monkeypatch: pytest.MonkeyPatch
     assert list(kept) == ["a", "b", "c", "d", "e"]
     with pytest.raises(IndexError):
         view[6]
+
+
+def test_the_stored_data_model_is_known_by_its_digest(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
+) -> None:
+    """A sync tells a changed data model by the digest stored with it; one stored before digests
+    were is compared whole once, and its digest stored then. A description edited in the model
+    is a change either way."""
+    from vedana.stores.staging import DATA_MODEL_DIGEST_KEY, get_state
+
+    blank_staging(pg_engine)
+    work = tmp_path / "kb"
+    shutil.copytree(kb, work)
+    first = sync(settings, data_model=work / "model", data=work / "data")
+    assert first.data_model.changed
+    with pg_engine.connect() as conn:
+        digest = get_state(conn, DATA_MODEL_DIGEST_KEY)
+    assert digest
+    with pg_engine.begin() as conn:  # as a data model stored by an older vedana
+        conn.execute(t.vedana_state.delete().where(t.vedana_state.c.key == DATA_MODEL_DIGEST_KEY))
+    again = sync(settings, data_model=work / "model", data=work / "data", full=True)
+    assert not again.data_model.changed
+    with pg_engine.connect() as conn:
+        assert get_state(conn, DATA_MODEL_DIGEST_KEY) == digest
+    _change("Anchors", lambda h, rows: [[*r[:1], r[1] + " (edited)", *r[2:]] for r in rows])(work / "model")
+    edited = sync(settings, data_model=work / "model", data=work / "data")
+    assert edited.data_model.changed
+    with pg_engine.connect() as conn:
+        assert get_state(conn, DATA_MODEL_DIGEST_KEY) not in (None, digest)

@@ -233,12 +233,11 @@ def _sync_into(
     *,
     full: bool = False,
 ) -> None:
-    from vedana.stores.staging import load_data_model, save_data_model
+    from vedana.stores.staging import save_data_model, stored_data_model_is
 
     progress("data model", 0, None)
     dm, report.data_model = read_data_model(model_source)
-    stored = load_data_model(conn, required=False)
-    report.data_model.changed = stored.to_dict() != dm.to_dict()
+    report.data_model.changed = not stored_data_model_is(conn, dm)
     if report.data_model.changed:
         save_data_model(conn, dm)
     progress("data model", 1, 1)

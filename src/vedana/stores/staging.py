@@ -30,9 +30,37 @@ _ATTRIBUTE_FIELDS = (
 )
 
 
+DATA_MODEL_DIGEST_KEY = "sync.data_model_digest"
+
+
+def data_model_digest(dm: DataModel) -> str:
+    """A digest of everything `dm` holds: equal digests, equal data models."""
+    import hashlib
+    import json
+
+    text = json.dumps(dm.to_dict(), sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def stored_data_model_is(conn: Connection, dm: DataModel) -> bool:
+    """Whether the stored data model is `dm`: by the digest `save_data_model` stores beside it
+    (one read, where loading it back was seven, each waiting its turn on a re-sync's busy
+    interpreter), else by loading it (one stored before digests were; its digest is then
+    stored, in the caller's transaction, when it is `dm`)."""
+    digest = get_state(conn, DATA_MODEL_DIGEST_KEY)
+    if digest is not None:
+        return bool(digest == data_model_digest(dm))
+    same = load_data_model(conn, required=False).to_dict() == dm.to_dict()
+    if same:
+        set_state(conn, DATA_MODEL_DIGEST_KEY, data_model_digest(dm))
+    return same
+
+
 def save_data_model(conn: Connection, dm: DataModel) -> None:
     """Replace the stored data model with `dm` (inside the caller's transaction)."""
     from vedana.stores import tables as t
+
+    set_state(conn, DATA_MODEL_DIGEST_KEY, data_model_digest(dm))
 
     for table in (
         t.dm_anchor_attributes,
