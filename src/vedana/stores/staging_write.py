@@ -179,24 +179,25 @@ class StagingWriter:
         # `seq` orders repeated keys (the first streamed wins); a scoped write's keys are distinct
         # (`etl/resync.py` checks), so it goes without the column and the sequence behind it.
         seq = "" if scoped else "seq bigserial, "
-        run(
+        tables = [
             f"CREATE TEMP TABLE {edge_table} ({seq}edge_label text, from_node_type text,"
             " from_node_id text, to_node_type text, to_node_id text, attributes text, row_hash text)"
             " ON COMMIT DROP"
-        )
+        ]
         if not self.first_sync:
-            run(
+            tables.append(
                 "CREATE TEMP TABLE _sync_nodes (node_type text, node_id text, attributes text,"
                 " row_hash text) ON COMMIT DROP"
             )
         if scoped:
             if self.first_sync:
                 raise ValueError("a scoped write needs staging rows to diff against")
-            run("CREATE TEMP TABLE _scope_nodes (node_type text, node_id text) ON COMMIT DROP")
-            run(
+            tables.append("CREATE TEMP TABLE _scope_nodes (node_type text, node_id text) ON COMMIT DROP")
+            tables.append(
                 "CREATE TEMP TABLE _scope_edges (edge_label text, from_node_type text, from_node_id text,"
                 " to_node_type text, to_node_id text) ON COMMIT DROP"
             )
+        run("; ".join(tables))  # one round trip (no parameters: several statements may go at once)
 
     def __enter__(self) -> StagingWriter:
         return self
