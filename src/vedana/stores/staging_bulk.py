@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from vedana.stores.staging_changes import StagedGroup, VersionRange
+from vedana.stores.staging_changes import StagedGroup, VersionRange, fetch_batches
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -360,7 +360,7 @@ _LAST = itemgetter(-1)
 def _encoded(
     conn: Connection, sql: str, params: dict[str, Any], size: int, group: StagedGroup
 ) -> Iterator[RecordBatch]:
-    for batch in _fetch(conn, sql, params, size):
+    for batch in fetch_batches(conn, sql, params, size, _CURSOR):
         records = list(map(_FIRST, batch))
         if group.guessed and None in records:
             raise GuessMissed(group.names)
@@ -371,20 +371,9 @@ def _encoded(
 def _plain(
     conn: Connection, sql: str, params: dict[str, Any], size: int, group: StagedGroup
 ) -> Iterator[RecordBatch]:
-    for batch in _fetch(conn, sql, params, size):
+    for batch in fetch_batches(conn, sql, params, size, _CURSOR):
         if group.guessed:
             if not all(map(_LAST, batch)):
                 raise GuessMissed(group.names)
             batch = [row[:-1] for row in batch]
         yield RecordBatch(group.names, group.keys, len(batch), rows=batch)
-
-
-def _fetch(conn: Connection, sql: str, params: dict[str, Any], size: int) -> Iterator[list[tuple[Any, ...]]]:
-    """`sql`'s rows, `size` at a time, from a cursor on the server (see `staging_changes._fetch`);
-    binary, so a bytea comes as bytes with no text decoding."""
-    raw = conn.connection.driver_connection
-    assert raw is not None
-    with raw.cursor(name=_CURSOR, binary=True) as cursor:
-        cursor.execute(sql, params)
-        while batch := cursor.fetchmany(size):
-            yield batch

@@ -395,7 +395,7 @@ def _batches(
         columns = [*id_cols, *(_VALUE[kind].format(i=i) for i, kind in enumerate(group.kinds))]
         plain = "json" not in group.kinds
         sql = f"SELECT {', '.join(columns)} FROM {table} WHERE {where}"
-        for batch in _fetch(conn, sql, params, size):
+        for batch in fetch_batches(conn, sql, params, size):
             yield ChangeBatch(group.names, group.deleted, group.keys, batch, plain)
 
 
@@ -428,13 +428,16 @@ def _rows(conn: Connection, sql: str, params: dict[str, Any]) -> list[tuple[Any,
     return raw.execute(sql, params, prepare=False).fetchall()
 
 
-def _fetch(conn: Connection, sql: str, params: dict[str, Any], size: int) -> Iterator[list[tuple[Any, ...]]]:
+def fetch_batches(
+    conn: Connection, sql: str, params: dict[str, Any], size: int, cursor_name: str = _CURSOR
+) -> Iterator[list[tuple[Any, ...]]]:
     """`sql`'s rows, `size` at a time, from a cursor on the server (in the connection's
     transaction), so Python never holds more than a batch and Postgres plans the statement for
-    these parameters (a named cursor is never a prepared statement's generic plan)."""
+    these parameters (a named cursor is never a prepared statement's generic plan). Binary: a
+    bytea comes as bytes, with no text decoding."""
     raw = conn.connection.driver_connection
     assert raw is not None
-    with raw.cursor(name=_CURSOR, binary=True) as cursor:
+    with raw.cursor(name=cursor_name, binary=True) as cursor:
         cursor.execute(sql, params)
         while batch := cursor.fetchmany(size):
             yield batch
