@@ -140,11 +140,8 @@ class Recorder:
         if bulk is not None:
             ledger.whole = True
             ledger.keys, ledger.low, ledger.high = bulk.keys, bulk.low, bulk.high
-            n = len(bulk.keys)
-            lines = n == 0 or (
-                bulk.keys[0] == 1 and bulk.keys[-1] == n and bulk.keys == array("q", range(1, n + 1))
-            )
-            ledger.index = _Lines(n) if lines else {k: i for i, k in enumerate(bulk.keys)}
+            lines = _are_lines(bulk.keys)
+            ledger.index = _Lines(len(bulk.keys)) if lines else {k: i for i, k in enumerate(bulk.keys)}
             if lines and not anchor:
                 ledger.packed = []
             else:
@@ -374,16 +371,14 @@ def _scan(table: RawTable, old: TableRows, *, movable: bool = False) -> _Scan:
     if bulk is None:
         return _scan_rows(table, old, bulk)
     kept = len(old.keys)
-
-    def lines() -> bool:
-        return movable and _are_lines(bulk.keys) and _are_lines(old.keys)
-
-    if bulk.keys[:kept] == old.keys:  # the same keys, maybe more after them
-        low_differ = differing(bulk.low[:kept], old.low)
-        if not movable or len(low_differ) * _MOVED_SHARE <= kept or not lines():
-            return _scan_in_place(bulk, old, added=len(bulk.keys) - kept, low_differ=low_differ)
-    if lines():
+    same_keys = bulk.keys[:kept] == old.keys  # maybe more after them
+    low_differ = differing(bulk.low[:kept], old.low) if same_keys else []
+    if same_keys and (not movable or len(low_differ) * _MOVED_SHARE <= kept):
+        return _scan_in_place(bulk, old, added=len(bulk.keys) - kept, low_differ=low_differ)
+    if movable and _are_lines(bulk.keys) and _are_lines(old.keys):
         return _scan_lines(bulk, old, table.name)
+    if same_keys:
+        return _scan_in_place(bulk, old, added=len(bulk.keys) - kept, low_differ=low_differ)
     return _scan_rows(table, old, bulk)
 
 
