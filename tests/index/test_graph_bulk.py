@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from support.index_kb import load_shop
+from support.index_kb import load_shop, scratch_graphs
 from support.staging_rows import put_edge, put_node, tombstone_node
 from vedana.etl.graph_load import load_graph, owned_types, rebuild_graph
 from vedana.stores.falkordb_bulk import BulkBuild
@@ -101,13 +101,9 @@ class Watched(FalkorGraph):
 def graphs(session_graph: GraphStore) -> Iterator[tuple[Watched, Watched]]:
     """Two graphs beside the session's: one loaded by UNWIND, one rebuilt by GRAPH.BULK."""
     assert isinstance(session_graph, FalkorGraph)
-    pair = (Watched(session_graph.socket_path, "cmp-unwind"), Watched(session_graph.socket_path, "cmp-bulk"))
-    for graph in pair:
-        graph._db.connection.delete(graph.graph_name)
-    yield pair
-    for graph in pair:
-        graph._db.connection.delete(graph.graph_name)
-        graph.close()
+    yield from scratch_graphs(
+        Watched(session_graph.socket_path, "cmp-unwind"), Watched(session_graph.socket_path, "cmp-bulk")
+    )
 
 
 def test_bulk_rebuild_builds_the_graph_the_unwind_load_builds(pg_engine: Engine, graphs) -> None:

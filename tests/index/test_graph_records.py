@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
+from support.index_kb import scratch_graphs
 from support.staging_rows import put_edge, put_node, reset_staging, tombstone_node
 from vedana.etl.graph_load import load_graph, rebuild_graph
 from vedana.stores import staging_bulk
@@ -53,13 +54,9 @@ SCALARS: dict[str, Any] = {
 def graphs(session_graph: GraphStore) -> Iterator[tuple[FalkorGraph, FalkorGraph]]:
     """Two graphs beside the session's, for two builds of the same rows."""
     assert isinstance(session_graph, FalkorGraph)
-    pair = (FalkorGraph(session_graph.socket_path, "rec-a"), FalkorGraph(session_graph.socket_path, "rec-b"))
-    for graph in pair:
-        graph._db.connection.delete(graph.graph_name)
-    yield pair
-    for graph in pair:
-        graph._db.connection.delete(graph.graph_name)
-        graph.close()
+    yield from scratch_graphs(
+        FalkorGraph(session_graph.socket_path, "rec-a"), FalkorGraph(session_graph.socket_path, "rec-b")
+    )
 
 
 def put_rows(engine: Engine) -> None:

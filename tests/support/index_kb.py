@@ -3,7 +3,7 @@ a real graph (injected by argument, never patched in)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import Engine
@@ -143,3 +143,14 @@ class CountingGraph(GraphStore):
 
     def close(self) -> None:  # the session fixture owns the real graph
         pass
+
+
+def scratch_graphs(*graphs: Any) -> Iterator[tuple[Any, ...]]:
+    """FalkorDB graphs beside the session's for a test to build into: empty when yielded,
+    deleted and closed after (a fixture yields from this)."""
+    for graph in graphs:
+        graph._db.connection.delete(graph.graph_name)
+    yield graphs
+    for graph in graphs:
+        graph._db.connection.delete(graph.graph_name)
+        graph.close()
