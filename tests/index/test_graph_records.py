@@ -1,7 +1,9 @@
 """The full rebuild's records encoded by Postgres (`vedana.stores.staging_bulk`): every kind of
 value comes out as Python's encoder writes it, an edge whose end is no node is skipped, a group
 whose sample missed a key or a kind sends the rebuild to the exact groups, and the graph built
-is the one the Python encoder and the `UNWIND` load build, names in the same order."""
+is the one the Python encoder and the `UNWIND` load build, names in the same order. Groups the
+data model types are encoded by their dtypes, and a row the model does not describe sends the
+rebuild to the exact groups as well."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from sqlalchemy import Engine
 
 from support.index_kb import scratch_graphs
 from support.staging_rows import put_edge, put_node, reset_staging, tombstone_node
-from vedana.etl.graph_load import load_graph, rebuild_graph
+from vedana.datamodel.model import Anchor, Attribute, DataModel, Link
+from vedana.etl.graph_load import declared_types, load_graph, rebuild_graph
 from vedana.stores import staging_bulk
 from vedana.stores.falkordb_bulk import encode_value
 from vedana.stores.graph import GraphStore
@@ -262,3 +265,116 @@ def test_staging_with_no_statistics_is_analyzed_before_the_edges_are_joined(pg_e
         analyze_if_never(conn)
     with pg_engine.connect() as conn:  # committed: the edge readers' connections see them
         assert conn.exec_driver_sql(stats).scalar_one() > 0
+
+
+def _declaring(*, age: str = "int", since: str = "int", thing: str = "") -> DataModel:
+    """A data model for `put_rows`' rows: Person's and "knows"' attributes typed, Thing's by
+    `thing` (blank: as the source typed them, so its group is sampled)."""
+    return DataModel(
+        anchors=[
+            Anchor(
+                "Person",
+                attributes=(
+                    Attribute("name"),
+                    Attribute("age", dtype=age),
+                    Attribute("mentor", dtype="bool"),
+                ),
+            ),
+            Anchor(
+                "Thing", attributes=tuple(Attribute(key, dtype=thing) for key in ("text", "zero", "rare"))
+            ),
+            Anchor("City"),
+        ],
+        links=[
+            Link("knows", "Person", "Thing", attributes=(Attribute("since", dtype=since), Attribute("how"))),
+            Link("lives in", "Person", "City", has_direction=True),
+        ],
+    )
+
+
+def test_the_data_model_declares_keys_and_kinds_by_dtype() -> None:
+    declared = declared_types(_declaring())
+    assert declared(("Person",)) == {"name": "string", "age": "integer", "mentor": "boolean"}
+    assert declared(("Thing",)) == {"text": None, "zero": None, "rare": None}  # blank: not vouched for
+    assert declared(("knows", "Thing", "Person")) == {"since": "integer", "how": "string"}
+    assert declared(("knows", "Person", "City")) is None  # not the link's anchors
+    assert declared(("Nobody",)) is None
+    assert declared_types(_declaring(age="list[str]"))(("Person",))["age"] == "list"
+    assert declared_types(_declaring(age="float"))(("Person",))["age"] == "number"
+    assert declared_types(_declaring(age="date"))(("Person",))["age"] == "string"
+    twice = DataModel(anchors=[Anchor("A", attributes=(Attribute("x", dtype="int"), Attribute("x")))])
+    assert declared_types(twice)(("A",)) is None  # one name, two dtypes
+
+
+def _groups_read(monkeypatch: pytest.MonkeyPatch) -> list[tuple[tuple[str, ...], bool, bool]]:
+    """(names, declared, guessed) of every group the rebuild encodes in Postgres, as it reads it."""
+    seen: list[tuple[tuple[str, ...], bool, bool]] = []
+    encoded = staging_bulk._encoded
+
+    def spy(conn: Any, sql: str, params: Any, size: int, group: Any) -> Any:
+        seen.append((group.names, group.declared, group.guessed))
+        return encoded(conn, sql, params, size, group)
+
+    monkeypatch.setattr(staging_bulk, "_encoded", spy)
+    return seen
+
+
+@pytest.mark.parametrize("age", ["int", "float", "list"])
+def test_groups_the_data_model_declares_build_the_graph_the_python_encoder_builds(
+    pg_engine: Engine, graphs, monkeypatch: pytest.MonkeyPatch, age: str
+) -> None:
+    declared, by_python = graphs
+    put_rows(pg_engine)
+    seen = _groups_read(monkeypatch)
+    with pg_engine.connect() as conn:
+        upto = staging_version(conn)
+        changes = rebuild_graph(
+            conn, declared, upto, ["City", "Person", "Thing"], batch_size=7, dm=_declaring(age=age)
+        )
+    how = {names: (is_declared, guessed) for names, is_declared, guessed in seen}
+    assert all(is_declared or guessed for _, is_declared, guessed in seen)  # no exact groups read
+    assert how[("Thing",)] == (False, True)  # blank dtypes: sampled
+    assert how[("knows", "Person", "Thing")] == how[("lives in", "Person", "City")] == (True, False)
+    if age == "list":
+        assert ("Person",) not in how  # a list attribute: the group's rows go to Python's encoder
+    else:
+        assert how[("Person",)] == (True, False)
+    monkeypatch.setattr(staging_bulk, "REVERSE_BYTEA_SINCE", 10**9)  # today's Python encoder
+    assert _rebuild(pg_engine, by_python) == changes
+    assert snapshot(declared) == snapshot(by_python)
+
+
+@pytest.mark.parametrize(
+    ("node", "edge"),
+    [
+        ({"name": "n", "age": "thirty"}, None),  # text where the model says int: on the caller's connection
+        ({"name": "n", "age": 2**70}, None),  # an integer past 64 bits
+        ({"name": "n", "age": 1.5}, None),
+        (None, {"since": "long ago"}),  # in an edge group, read on a connection of its own
+        (None, {"since": {"year": 1999}}),
+    ],
+)
+def test_a_row_its_declared_dtype_does_not_describe_sends_the_rebuild_to_the_exact_groups(
+    pg_engine: Engine, graphs, monkeypatch: pytest.MonkeyPatch, node: Any, edge: Any
+) -> None:
+    """Staging the sync did not write (a sync casts every value by its dtype): the cast the
+    declared kind makes refuses it, and nothing of the declared read is kept."""
+    declared, by_python = graphs
+    put_rows(pg_engine)
+    with pg_engine.begin() as conn:
+        if node is not None:
+            put_node(conn, "Person", "p99", node)
+        if edge is not None:
+            put_edge(conn, "knows", "Person", "p01", "Thing", "t2", edge)
+    seen = _groups_read(monkeypatch)
+    with pg_engine.connect() as conn:
+        upto = staging_version(conn)
+        changes = rebuild_graph(
+            conn, declared, upto, ["City", "Person", "Thing"], batch_size=7, dm=_declaring()
+        )
+    exact = next(i for i, (_, is_declared, guessed) in enumerate(seen) if not (is_declared or guessed))
+    assert any(is_declared for _, is_declared, _ in seen[:exact])  # the declared read began, then gave way
+    assert not any(is_declared or guessed for _, is_declared, guessed in seen[exact:])
+    monkeypatch.setattr(staging_bulk, "REVERSE_BYTEA_SINCE", 10**9)
+    assert _rebuild(pg_engine, by_python) == changes
+    assert snapshot(declared) == snapshot(by_python)

@@ -51,6 +51,27 @@ def canonical_dtype(text: Any) -> str | None:
     return _ALIASES.get(str(text or "").strip().lower())
 
 
+# The JSON type of every value `cast_value` gives for a dtype: what a reader of the staged
+# values may count on (a blank dtype keeps the source's types, so it promises nothing).
+_JSON_TYPES = {
+    "str": "string",
+    "date": "string",
+    "datetime": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "list": "list",
+}
+
+
+def json_type(dtype: Any) -> str | None:
+    """The JSON type of an attribute's staged values: "string", "integer" (of any size),
+    "number", "boolean", "list" (of scalars), or None when the dtype is blank (the source's own
+    types). An unknown dtype is read as "str", as the sync casts it."""
+    canonical = canonical_dtype(dtype)
+    return _JSON_TYPES.get("str" if canonical is None else canonical)
+
+
 def is_empty(value: Any) -> bool:
     if value.__class__ is str:  # most cells: skip the isinstance chain
         return not value.strip()

@@ -18,6 +18,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from vedana.datamodel.dtypes import json_type
 from vedana.datamodel.names import graph_name_problem
 from vedana.errors import CypherError, SourceError
 from vedana.stores.falkordb_bulk import encode_rows
@@ -31,6 +32,7 @@ from vedana.stores.staging_bulk import (
     node_starts,
 )
 from vedana.stores.staging_changes import (
+    Declared,
     GroupsAside,
     StagedGroup,
     VersionRange,
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
     from vedana.datamodel import DataModel
+    from vedana.datamodel.model import Attribute
     from vedana.stores.graph import GraphBuild, GraphStore
 
 Progress = Callable[[str, int, "int | None"], None]
@@ -283,20 +286,25 @@ def rebuild_graph(
     *,
     batch_size: int = DEFAULT_BATCH,
     on_progress: Progress = lambda stage, done, total: None,
+    dm: DataModel | None = None,
 ) -> GraphChanges:
     """Load every live staging row up to version `upto` into a graph that holds nothing else of
     vedana's `owned` labels. Where the engine can (FalkorDB's GRAPH.BULK, when the graph holds
     only vedana's data), the new graph is built aside and swapped in whole, so readers see the
     old one until then and a failed rebuild leaves it as it was; elsewhere the owned labels are
-    cleared and `load_graph` loads them."""
+    cleared and `load_graph` loads them. `dm`: the data model the rows were synced with, whose
+    attributes' dtypes say what their values are (else a sample of the rows is looked at)."""
     rows = VersionRange(None, upto)
     owned = list(owned)
     if encodes_records(conn):
-        # The groups' keys and kinds from a sample of their rows, checked as the rows are read
-        # (`staging_bulk`): two passes over every value fewer, most of Postgres' share.
-        edge_groups = GroupsAside(conn, "edges", rows, sampled=True)
+        # The groups' keys and kinds from the data model or a sample of their rows, not from two
+        # passes over every value (most of Postgres' share); checked as the rows are read.
+        declared = declared_types(dm) if dm is not None else None
+        edge_groups = GroupsAside(conn, "edges", rows, sampled=True, declared=declared)
         try:
-            return _rebuild_graph(conn, graph, rows, owned, batch_size, on_progress, edge_groups, True)
+            return _rebuild_graph(
+                conn, graph, rows, owned, batch_size, on_progress, edge_groups, True, declared
+            )
         except GuessMissed:
             pass  # nothing was swapped in: build again from the exact groups
         finally:
@@ -306,6 +314,32 @@ def rebuild_graph(
         return _rebuild_graph(conn, graph, rows, owned, batch_size, on_progress, edge_groups, False)
     finally:
         edge_groups.join()
+
+
+def declared_types(dm: DataModel) -> Declared:
+    """What the data model says a staging group's attributes are (`guessed_groups`): a node
+    type's, its anchor's; an edge group's, its link's when the ends are the link's anchors."""
+    nodes = {anchor.noun: _types(anchor.attributes) for anchor in dm.anchors}
+    edges = {link.sentence: (link, _types(link.attributes)) for link in dm.links}
+
+    def declared(names: tuple[str, ...]) -> dict[str, str | None] | None:
+        if len(names) == 1:
+            return nodes.get(names[0])
+        label, from_type, to_type = names
+        link, types = edges.get(label, (None, None))
+        if link is None or {from_type, to_type} - {link.anchor1, link.anchor2}:
+            return None
+        return types
+
+    return declared
+
+
+def _types(attributes: Iterable[Attribute]) -> dict[str, str | None] | None:
+    types: dict[str, str | None] = {}
+    for attribute in attributes:
+        if types.setdefault(attribute.name, json_type(attribute.dtype)) != json_type(attribute.dtype):
+            return None  # one name, two dtypes: the model does not say
+    return types
 
 
 class _NotBulk(Exception):
@@ -321,13 +355,18 @@ def _rebuild_graph(
     on_progress: Progress,
     edge_groups: GroupsAside,
     sampled: bool,
+    declared: Declared | None = None,
 ) -> GraphChanges:
     """The plan is the nodes' groups (read anyway) and, once the first edge comes, the edges'
     (asked aside): not a scan of each table of its own. Nothing is live before `finish()`, so an
     edge label refused then leaves the graph as it was. `sampled`: the groups are
-    `guessed_groups`, which only a build taking encoded rows can read (else `GuessMissed`)."""
+    `guessed_groups` (with `declared`), which only a build taking encoded rows can read (else
+    `GuessMissed`)."""
     # a full range holds live rows only
-    node_groups = (guessed_groups if sampled else staged_groups)(conn, "nodes", rows)
+    if sampled:
+        node_groups = guessed_groups(conn, "nodes", rows, declared)
+    else:
+        node_groups = staged_groups(conn, "nodes", rows)
     node_names = sorted({group.names[0] for group in node_groups})
     for name in node_names:
         quote_name(name)  # refuse an unusable name before anything is written

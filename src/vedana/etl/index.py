@@ -284,7 +284,13 @@ def _apply(
             forget_watermark(conn, GRAPH_VERSION_KEY)  # a run killed after the clear must not look done
             report._add_graph(
                 rebuild_graph(
-                    conn, graph, start.upto, owned.nodes, batch_size=batch_size, on_progress=on_progress
+                    conn,
+                    graph,
+                    start.upto,
+                    owned.nodes,
+                    batch_size=batch_size,
+                    on_progress=on_progress,
+                    dm=dm,
                 )
             )
             report.graph_rebuilt = True
@@ -302,7 +308,13 @@ def _apply(
             report.graph_rebuilt = True
             report._add_graph(
                 rebuild_graph(
-                    conn, graph, start.upto, owned.nodes, batch_size=batch_size, on_progress=on_progress
+                    conn,
+                    graph,
+                    start.upto,
+                    owned.nodes,
+                    batch_size=batch_size,
+                    on_progress=on_progress,
+                    dm=dm,
                 )
             )
         # Durable before the watermark says so (a crash before that loses nothing): the snapshot

@@ -103,6 +103,7 @@ class StagedGroup:
     keys: list[str]
     kinds: list[str]
     guessed: bool = False  # keys and kinds from a sample (`guessed_groups`): the read must check them
+    declared: bool = False  # keys and kinds from the data model (`guessed_groups`'s `declared`)
 
 
 KEY_SAMPLE_ROWS = 1000  # rows whose keys the edges' kinds pass starts from (GroupsAside)
@@ -135,13 +136,28 @@ def staged_groups(conn: Connection, table: str, rows: VersionRange) -> list[Stag
 GUESS_SAMPLE_ROWS = 1000  # rows of each group whose keys `guessed_groups` takes
 
 
-def guessed_groups(conn: Connection, table: str, rows: VersionRange) -> list[StagedGroup]:
+# The JSON type of a declared attribute's values -> the kind `staging_bulk` encodes it by.
+# An integer beyond 64 bits fails the "int" cast: the read then gives way to the exact groups.
+_DECLARED_KINDS = {"string": "str", "integer": "int", "boolean": "bool", "number": "any"}
+
+Declared = Callable[[tuple[str, ...]], dict[str, str | None] | None]
+
+
+def guessed_groups(
+    conn: Connection, table: str, rows: VersionRange, declared: Declared | None = None
+) -> list[StagedGroup]:
     """The live groups of `table`'s rows in a full range `rows`, as `staged_groups` gives them,
-    but with the keys (and kinds) of a sample of each group's rows: one short scan for the counts
-    and a look at `GUESS_SAMPLE_ROWS` rows per group, instead of two passes reading every value.
-    A key's kind is "any" (every value a string, number, boolean or null, for the read to encode
-    by its own type), "json" for every key of a group whose sample holds a map or list. The
-    read (`vedana.stores.staging_bulk`) checks every row against the guess."""
+    but with keys and kinds that no pass over every value found: one short scan for the counts,
+    then for each group what `declared(names)` says its rows' attributes are (`declared`: each
+    key with the JSON type `vedana.datamodel.dtypes.json_type` gives its values; None for a
+    group it cannot vouch for) or else what a look at `GUESS_SAMPLE_ROWS` of its rows finds.
+
+    A sampled key's kind is "any" (every value a string, number, boolean or null, for the read
+    to encode by its own type), "json" for every key of a group whose sample holds a map or list.
+    The read (`vedana.stores.staging_bulk`) checks every row of a sampled group against the
+    guess. A declared group is the data model's promise, which the sync keeps (it casts every
+    value by its attribute's dtype, and re-reads every row when the model changes): a key no
+    row holds costs a null per row, and the read only checks what its casts would refuse."""
     if table not in _GROUPS:
         raise KeyError(f"no staging table {table!r}")
     group_cols, _ = _GROUPS[table]
@@ -154,6 +170,10 @@ def guessed_groups(conn: Connection, table: str, rows: VersionRange) -> list[Sta
         f"SELECT {grouped}, count(*) FROM {table} WHERE {live} GROUP BY {grouped} ORDER BY {grouped}",
         rows.params(),
     ):
+        group = _declared_group(tuple(names), int(count), table, declared) if declared else None
+        if group is not None:
+            groups.append(group)
+            continue
         params: dict[str, Any] = {**rows.params(), **{f"g{i}": name for i, name in enumerate(names)}}
         same_group = " AND ".join(f"{col} = %(g{i})s" for i, col in enumerate(group_cols))
         sample = f"SELECT attributes FROM {table} WHERE {live} AND {same_group} LIMIT {GUESS_SAMPLE_ROWS}"
@@ -168,6 +188,18 @@ def guessed_groups(conn: Connection, table: str, rows: VersionRange) -> list[Sta
         keys = [key for key, _ in held]
         groups.append(StagedGroup(tuple(names), False, int(count), keys, [kind] * len(keys), guessed=True))
     return groups
+
+
+def _declared_group(names: tuple[str, ...], count: int, table: str, declared: Declared) -> StagedGroup | None:
+    types = declared(names)
+    if types is None or None in types.values():
+        return None  # not in the model, or a blank dtype: the source's own types
+    keys = sorted(key for key in types if not (table == "nodes" and key == "id"))
+    if any(types[key] == "list" for key in keys):
+        kinds = ["json"] * len(keys)  # read as the load reads it, encoded by Python
+    else:
+        kinds = [_DECLARED_KINDS[types[key] or ""] for key in keys]
+    return StagedGroup(names, False, count, keys, kinds, declared=True)
 
 
 ANALYZE_SAMPLE_TARGET = 10  # statistics target of `analyze_if_never`: a 3,000-row sample
@@ -316,12 +348,19 @@ class GroupsAside:
     sample of the rows while a third connection finds them all. When the sample held them all
     (the rows of a group share their columns), its answer is `staged_groups`' (a key no row holds
     gets no code); else the kinds are asked again for every key. With `sampled`, the answer is
-    `guessed_groups`'. Both are for a full rebuild,
+    `guessed_groups`' (with `declared`). Both are for a full rebuild,
     whose graph (FalkorDB) waits for the edges (0.07 s sooner at 100k); an incremental load keeps
     FalkorDB busy with the nodes meanwhile, and a third busy backend only slowed it."""
 
     def __init__(
-        self, conn: Connection, table: str, rows: VersionRange, *, race: bool = False, sampled: bool = False
+        self,
+        conn: Connection,
+        table: str,
+        rows: VersionRange,
+        *,
+        race: bool = False,
+        sampled: bool = False,
+        declared: Declared | None = None,
     ) -> None:
         engine = conn.engine
 
@@ -330,7 +369,7 @@ class GroupsAside:
                 raise KeyError(f"no staging table {table!r}")
             if sampled:
                 analyze_if_never(own)
-                return guessed_groups(own, table, rows)
+                return guessed_groups(own, table, rows, declared)
             if not race:
                 return staged_groups(own, table, rows)
             own.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")  # see staged_groups
