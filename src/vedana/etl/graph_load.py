@@ -9,7 +9,6 @@ backtick-quoted and refused when they could not be quoted safely.
 
 from __future__ import annotations
 
-import gc
 import json
 import queue
 import threading
@@ -21,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from vedana.datamodel.dtypes import json_type
 from vedana.datamodel.names import graph_name_problem
 from vedana.errors import CypherError, SourceError
+from vedana.etl.gc_pause import cyclic_gc_paused
+from vedana.handoff import put_unless
 from vedana.stores.falkordb_bulk import encode_rows
 from vedana.stores.graph import EncodedRows
 from vedana.stores.staging_bulk import (
@@ -556,19 +557,9 @@ def _overlapped(items: Iterator[GraphWrite]) -> Iterator[GraphWrite]:
     An error on either side stops both; the thread is gone when this generator ends."""
     waiting: queue.Queue[Any] = queue.Queue(maxsize=_AHEAD)
     stop = threading.Event()
-    # The load makes millions of short-lived lists and dicts and no cycles: the cyclic
-    # collector would only rescan them (a sixth of the reading thread's time).
-    collecting = gc.isenabled()
-    gc.disable()
 
     def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                waiting.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return put_unless(waiting, item, stop.is_set)
 
     def produce() -> None:
         try:
@@ -583,18 +574,19 @@ def _overlapped(items: Iterator[GraphWrite]) -> Iterator[GraphWrite]:
             if close is not None:
                 close()  # ends the staging read (its cursor) here, on the thread that used it
 
-    thread = threading.Thread(target=produce, name="graph-load-read", daemon=True)
-    thread.start()
-    try:
-        while (item := waiting.get()) is not _DONE:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        thread.join()
-        if collecting:
-            gc.enable()
+    # The load's lists and dicts would only be rescanned by the cyclic collector (a sixth of
+    # the reading thread's time).
+    with cyclic_gc_paused():
+        thread = threading.Thread(target=produce, name="graph-load-read", daemon=True)
+        thread.start()
+        try:
+            while (item := waiting.get()) is not _DONE:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()
+            thread.join()
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from vedana.datamodel.read import read_data_model
 from vedana.errors import SourceError
+from vedana.etl.gc_pause import cyclic_gc_paused
 from vedana.etl.grist_mirror import refresh_mirror
 from vedana.etl.normalize import (
     FROM,
@@ -124,7 +125,7 @@ def sync(
                         progress("fetch from Grist", 0, None)
                         rows_source, fetch = refresh_mirror(engine, data_source, full=full)
                         report.grist_fetch = fetch
-                    with engine.begin() as conn:
+                    with engine.begin() as conn, cyclic_gc_paused():
                         if not full:
                             _hash_ahead(conn, rows_source)
                         _sync_into(conn, model_source, rows_source, report, progress, full=full)

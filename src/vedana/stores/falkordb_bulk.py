@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from vedana.errors import CypherError
+from vedana.handoff import put_unless
 from vedana.stores.graph import EncodedRows, GraphBuild, quote_name
 
 _NULL, _BOOL, _DOUBLE, _STRING, _LONG, _ARRAY = (bytes([tag]) for tag in range(6))
@@ -209,14 +210,9 @@ class BulkBuild(GraphBuild):
         self._put([*args, *node_blocks, *edge_blocks])
 
     def _put(self, call: Any) -> None:
-        while True:
-            if self._error is not None:
-                raise self._error
-            try:
-                self._sent.put(call, timeout=0.1)
-                return
-            except queue.Full:
-                continue
+        if not put_unless(self._sent, call, lambda: self._error is not None):
+            assert self._error is not None
+            raise self._error
 
     def _send_calls(self) -> None:
         while (call := self._sent.get()) is not None:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from vedana.handoff import put_unless
 from vedana.stores.staging_changes import StagedGroup, VersionRange, fetch_batches
 
 if TYPE_CHECKING:
@@ -269,13 +270,7 @@ class _EdgeReaders:
             thread.join()
 
     def _put(self, item: Any) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._ready.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return put_unless(self._ready, item, self._stop.is_set)
 
     def _read(self) -> None:
         try:
