@@ -11,6 +11,8 @@ backends does not count its shared buffers once per backend).
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import re
 import statistics
 import threading
@@ -143,6 +145,13 @@ class Meter:
         return out
 
     def _tree_cpu(self, pid: int) -> float:
+        # Phases read this at every stage change, inside their timing: /proc directly costs
+        # ~0.4 ms a tree, where psutil's walk of every process on the machine cost ~2.5 ms (a
+        # sync's four stage changes added ~20 ms of this process's CPU to a 0.2 s re-sync).
+        total = _proc_tree_cpu(pid)
+        return self._psutil_tree_cpu(pid) if total is None else total
+
+    def _psutil_tree_cpu(self, pid: int) -> float:
         psutil = self._psutil
         try:
             root = psutil.Process(pid)
@@ -240,6 +249,34 @@ class Meter:
             except psutil.Error:  # a backend that just exited, or no permission
                 continue
         return total
+
+
+def _proc_tree_cpu(pid: int) -> float | None:
+    """CPU seconds of `pid`, its live descendants and the children it has reaped, from Linux's
+    /proc (each thread's `children` list); None where /proc cannot tell."""
+    per_second = _clock_ticks()
+    if not per_second or not Path(f"/proc/{pid}/task/{pid}/children").exists():
+        return None
+    ticks, todo = 0, [pid]
+    while todo:
+        process = todo.pop()
+        try:
+            with open(f"/proc/{process}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            for task in os.listdir(f"/proc/{process}/task"):
+                with open(f"/proc/{process}/task/{task}/children") as f:
+                    todo.extend(int(child) for child in f.read().split())
+        except (OSError, ValueError):
+            continue  # a process that just ended
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        if process == pid:
+            ticks += int(fields[13]) + int(fields[14])  # reaped children: cutime, cstime
+    return ticks / per_second
+
+
+@functools.cache
+def _clock_ticks() -> int:
+    return os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0
 
 
 class StageClock:
