@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("stores",),
     ("datamodel",),
     ("sources", "embeddings"),
-    ("redaction", "retry"),
+    ("redaction", "retry", "handoff"),
     ("config", "cypher"),
     ("errors", "problems"),
 ]
