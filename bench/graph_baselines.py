@@ -9,13 +9,15 @@ graph values before the clock starts), and write into scratch graphs beside veda
   staging.
 
 vedana's side: the full index's graph phase (read, load, check, persist) against the bulk build,
-and vedana's incremental path (staging read overlapped with the writes) over the same rows into a
-scratch graph against raw UNWIND.
+then (more pairs) the full load again as `index --full` makes it; and vedana's incremental path
+(staging read overlapped with the writes) over the same rows into a scratch graph against raw
+UNWIND. Each ratio is the median of its back-to-back pairs.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,9 +31,19 @@ UNWIND_GRAPH = "bench-unwind"
 INCREMENTAL_GRAPH = "bench-incremental"
 
 
-def graph_baselines(engine: Engine, graph: FalkorGraph, vedana_full_s: float) -> dict[str, Any]:
+def graph_baselines(
+    engine: Engine,
+    graph: FalkorGraph,
+    vedana_full_s: float,
+    *,
+    pairs: int = 1,
+    rebuild: Callable[[], None] | None = None,
+) -> dict[str, Any]:
     """Seconds of each baseline and of vedana's incremental path, and the ratios in the bench's
-    ratio format (`measure`, `vedana_s`, `baseline`, `baseline_s`, `ratio`, `must_reach`)."""
+    ratio format (`bench.ratios.ratio_entry`: medians over back-to-back pairs). The first full
+    pair is the index's graph phase (`vedana_full_s`) and a bulk build; each further one times
+    `rebuild` (vedana's full load again, as `index --full` makes it) and another bulk build."""
+    from bench.ratios import ratio_entry
     from vedana.etl.graph_load import DEFAULT_BATCH, graph_writes, load_graph
     from vedana.stores.graph_falkordb import FalkorGraph
     from vedana.stores.index_state import staging_version
@@ -42,43 +54,38 @@ def graph_baselines(engine: Engine, graph: FalkorGraph, vedana_full_s: float) ->
         writes = list(graph_writes(conn, VersionRange(None, upto), DEFAULT_BATCH))
     rows = sum(len(w.rows) for w in writes if w.rows is not None)
     client = graph._db.connection
-    bulk_s = _timed(lambda: _bulk(client, writes))
+    full = [(vedana_full_s, _timed(lambda: _bulk(client, writes)))]
+    if rebuild is not None:
+        full += [(_timed(rebuild), _timed(lambda: _bulk(client, writes))) for _ in range(2, pairs + 1)]
     unwind = FalkorGraph(graph.socket_path, UNWIND_GRAPH)
     incremental = FalkorGraph(graph.socket_path, INCREMENTAL_GRAPH)
+
+    def vedana_incremental() -> None:
+        with engine.connect() as conn:
+            load_graph(conn, incremental, VersionRange(0, upto))
+
+    loads = []
     try:
-        client.delete(UNWIND_GRAPH, INCREMENTAL_GRAPH)
-        unwind_s = _timed(lambda: _unwind(unwind, writes))
-
-        def vedana_incremental() -> None:
-            with engine.connect() as conn:
-                load_graph(conn, incremental, VersionRange(0, upto))
-
-        incremental_s = _timed(vedana_incremental)
+        for _ in range(max(pairs, 1)):
+            client.delete(UNWIND_GRAPH, INCREMENTAL_GRAPH)
+            unwind_s = _timed(lambda: _unwind(unwind, writes))
+            loads.append((_timed(vedana_incremental), unwind_s))
     finally:
         client.delete(BULK_GRAPH, UNWIND_GRAPH, INCREMENTAL_GRAPH)
         unwind.close()
         incremental.close()
+    ratios = [
+        ratio_entry("full graph load (first index)", full, "GRAPH.BULK of the same rows", "≤ 1.3×"),
+        ratio_entry(
+            "incremental graph load, every row", loads, "raw UNWIND … MERGE of the same rows", "≤ 1.0×"
+        ),
+    ]
     return {
         "rows": rows,
-        "bulk_s": round(bulk_s, 3),
-        "unwind_s": round(unwind_s, 3),
-        "incremental_s": round(incremental_s, 3),
-        "ratios": [
-            _ratio(
-                "full graph load (first index)",
-                vedana_full_s,
-                "GRAPH.BULK of the same rows",
-                bulk_s,
-                "≤ 1.3×",
-            ),
-            _ratio(
-                "incremental graph load, every row",
-                incremental_s,
-                "raw UNWIND … MERGE of the same rows",
-                unwind_s,
-                "≤ 1.0×",
-            ),
-        ],
+        "bulk_s": ratios[0]["baseline_s"],
+        "unwind_s": ratios[1]["baseline_s"],
+        "incremental_s": ratios[1]["vedana_s"],
+        "ratios": ratios,
     }
 
 
@@ -109,16 +116,3 @@ def _timed(run: Any) -> float:
     started = time.perf_counter()
     run()
     return time.perf_counter() - started
-
-
-def _ratio(
-    measure: str, vedana_s: float, baseline: str, baseline_s: float, must_reach: str
-) -> dict[str, Any]:
-    return {
-        "measure": measure,
-        "vedana_s": round(vedana_s, 4),
-        "baseline": baseline,
-        "baseline_s": round(baseline_s, 4),
-        "ratio": round(vedana_s / baseline_s, 2) if baseline_s > 0 else None,
-        "must_reach": must_reach,
-    }

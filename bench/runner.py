@@ -383,9 +383,23 @@ class SizeRun:
         from vedana.stores.graph_falkordb import FalkorGraph
 
         graph = FalkorGraph.embedded(self.home)
+        engine = self._engine
+        assert engine is not None
+
+        def rebuild() -> None:
+            """The graph phase of `vedana index --full`: the rebuild and the nodes' check."""
+            from vedana.etl.graph_load import owned_types, rebuild_graph
+            from vedana.stores.index_state import staging_version
+            from vedana.stores.staging import load_data_model
+
+            with engine.connect() as conn:
+                dm = load_data_model(conn)
+                owned = owned_types(conn, dm, edges=False)
+                rebuild_graph(conn, graph, staging_version(conn), owned.nodes, dm=dm)
+                graph.counts(owned.nodes, ())
+
         try:
-            assert self._engine is not None
-            found = graph_baselines(self._engine, graph, graph_s)
+            found = graph_baselines(engine, graph, graph_s, pairs=self.config.pairs, rebuild=rebuild)
         finally:
             graph.close()
         entry.setdefault("ratios", []).extend(found.pop("ratios"))
