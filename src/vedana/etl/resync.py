@@ -57,7 +57,7 @@ from vedana.etl.normalize import (
 )
 from vedana.etl.report import DANGLING, DUPLICATE_EDGE, UNRESOLVED_REF, SyncReport, TypeReport
 from vedana.sources.base import RawTable, RowDigests, differing, row_digest
-from vedana.stores.sync_rows import PackedOutcomes, ReorderedOutcomes, pack_outcomes, unpack_outcomes
+from vedana.stores.sync_rows import KeptOutcomes, ReorderedOutcomes, pack_outcomes, unpack_outcomes
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -350,7 +350,7 @@ class _Scan:
     low: array
     high: array
     # The old outcome of an unchanged row, "" for the others (filled later).
-    outcomes: list[str] | PackedOutcomes
+    outcomes: list[str] | KeptOutcomes
     changed: list[tuple[int, Any]] = field(default_factory=list)  # (row_id, raw), source order
     positions: dict[int, int] = field(default_factory=dict)  # changed row_id -> new position
     stale: list[int] = field(default_factory=list)  # old positions of changed rows
@@ -405,7 +405,7 @@ def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:
     kept = old.outcomes
     outcomes = (
         ReorderedOutcomes(kept, order)
-        if isinstance(kept, PackedOutcomes)
+        if isinstance(kept, KeptOutcomes)
         else [kept[j] if j >= 0 else "" for j in order]
     )
     scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, by_digest=True, moved=shifted, order=order)
@@ -544,9 +544,7 @@ def _scan_in_place(
     kept = len(old.keys)
     outcomes = _copy_of(old.outcomes)
     if added:
-        outcomes = (
-            outcomes.extended(added) if isinstance(outcomes, PackedOutcomes) else outcomes + [""] * added
-        )
+        outcomes = outcomes.extended(added) if isinstance(outcomes, KeptOutcomes) else outcomes + [""] * added
     scan = _Scan(bulk.keys, low, high, outcomes)
     differ = set(differing(low[:kept], old.low) if low_differ is None else low_differ)
     differ.update(differing(high[:kept], old.high))
@@ -565,10 +563,10 @@ def _scan_in_place(
     return scan
 
 
-def _copy_of(outcomes: list[str] | PackedOutcomes) -> list[str] | PackedOutcomes:
+def _copy_of(outcomes: list[str] | KeptOutcomes) -> list[str] | KeptOutcomes:
     """Outcomes to set rows in while the ones copied stay as they were (packed ones: a view of
     the same runs)."""
-    return outcomes.copy() if isinstance(outcomes, PackedOutcomes) else list(outcomes)
+    return outcomes.copy() if isinstance(outcomes, KeptOutcomes) else list(outcomes)
 
 
 def _scan_rows(table: RawTable, old: TableRows, bulk: RowDigests | None) -> _Scan:

@@ -9,13 +9,15 @@ rows are kept at a time; the summary the next sync needs (`STATE_KEY`) sits in `
 
 from __future__ import annotations
 
+import copy
 import json
 import struct
+from abc import ABC, abstractmethod
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -29,16 +31,65 @@ _RUN_SEPARATOR = "\x1a"
 _RUN_ROWS = 4096  # the most rows a run packed here holds
 
 
-class PackedOutcomes:
-    """A stored table's outcomes held as its packed runs, read like the list they stand for: a
-    run is unpacked when one of its rows is read (one at a time); rows set are kept beside the
-    runs. At 1M rows the runs take ~50 MB where one string per row took ~110 MB."""
+class KeptOutcomes(ABC):
+    """A stored table's outcomes read like the list they stand for, one string per row, without
+    holding that list: rows set are kept beside what is stored, the others read from it."""
 
-    def __init__(self, runs: list[str], starts: array, count: int) -> None:
-        self._runs = runs
-        self._starts = starts  # array('q'): the position of each run's first row
+    def __init__(self, count: int) -> None:
         self._count = count
         self._set: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, position: int) -> str:
+        found = self._set.get(position)
+        if found is not None:
+            return found
+        if not 0 <= position < self._count:
+            raise IndexError(position)
+        return self._stored(position)
+
+    def __setitem__(self, position: int, outcome: str) -> None:
+        if not 0 <= position < self._count:
+            raise IndexError(position)
+        self._set[position] = outcome
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.__getitem__, range(self._count))
+
+    def copy(self) -> Self:
+        """Another view of what is stored, with the rows set so far; setting rows in either
+        leaves the other as it was."""
+        other = copy.copy(self)
+        other._set = dict(self._set)
+        return other
+
+    def oversized(self) -> bool:
+        """Whether what is stored must be packed anew at the next save, whatever changed."""
+        return False
+
+    @abstractmethod
+    def _stored(self, position: int) -> str:
+        """The outcome stored for row `position` (within range, not set)."""
+
+    @abstractmethod
+    def extended(self, more: int) -> Self:
+        """Another view (as `copy` makes) of these rows and `more` empty ones after them."""
+
+    @abstractmethod
+    def packed_runs(self) -> Iterator[str]:
+        """The rows as they are now, as packed runs of at most `_RUN_ROWS` (`pack_outcomes`)."""
+
+
+class PackedOutcomes(KeptOutcomes):
+    """The outcomes held as the packed runs stored: a run is unpacked when one of its rows is read
+    (one at a time). At 1M rows the runs take ~50 MB where one string per row took ~110 MB."""
+
+    def __init__(self, runs: list[str], starts: array, count: int) -> None:
+        super().__init__(count)
+        self._runs = runs
+        self._starts = starts  # array('q'): the position of each run's first row
         self._rows: list[str] = []  # the run unpacked last: its rows, their positions' range
         self._low = self._high = 0
 
@@ -64,50 +115,28 @@ class PackedOutcomes:
         """Where each run's rows end (the next run's start)."""
         return [*self._starts[1:], self._count] if self._runs else []
 
-    def copy(self) -> PackedOutcomes:
-        """Another view of the same runs, with the rows set so far; setting rows in either leaves
-        the other as it was."""
-        other = PackedOutcomes(self._runs, self._starts, self._count)
-        other._set = dict(self._set)
-        return other
-
     def extended(self, more: int) -> PackedOutcomes:
-        """Another view (as `copy` makes) of these rows and `more` empty ones after them."""
-        runs, starts = self._runs, self._starts
+        other = self.copy()
         if more > 0:
-            runs, starts = [*runs, pack_outcomes([""] * more)], array("q", [*starts, self._count])
-        other = PackedOutcomes(runs, starts, self._count + max(more, 0))
-        other._set = dict(self._set)
+            other._runs = [*self._runs, pack_outcomes([""] * more)]
+            other._starts = array("q", [*self._starts, self._count])
+            other._count = self._count + more
         return other
 
-    def __len__(self) -> int:
-        return self._count
-
-    def __getitem__(self, position: int) -> str:
-        found = self._set.get(position)
-        if found is not None:
-            return found
-        if self._low <= position < self._high:  # in the run open (reads mostly go in order)
-            return self._rows[position - self._low]
-        if not 0 <= position < self._count:
-            raise IndexError(position)
-        run = bisect_right(self._starts, position) - 1
-        self._rows = unpack_outcomes(self._runs[run])
-        self._low = self._starts[run]
-        self._high = self._low + len(self._rows)
+    def _stored(self, position: int) -> str:
+        if not self._low <= position < self._high:  # not in the run open (reads mostly go in order)
+            run = bisect_right(self._starts, position) - 1
+            self._rows = unpack_outcomes(self._runs[run])
+            self._low = self._starts[run]
+            self._high = self._low + len(self._rows)
         return self._rows[position - self._low]
-
-    def __setitem__(self, position: int, outcome: str) -> None:
-        if not 0 <= position < self._count:
-            raise IndexError(position)
-        self._set[position] = outcome
 
     def __iter__(self) -> Iterator[str]:
         for rows in map(unpack_outcomes, self.packed_runs()):
             yield from rows
 
     def packed_runs(self) -> Iterator[str]:
-        """The runs as they are now, packed: untouched ones as stored, the others packed anew."""
+        """Untouched runs as stored, the others packed anew."""
         ends = self._ends()
         changed = sorted(self._set)
         k = 0
@@ -124,41 +153,24 @@ class PackedOutcomes:
                 yield pack_outcomes(rows[i : i + _RUN_ROWS])
 
 
-class ReorderedOutcomes(PackedOutcomes):
+class ReorderedOutcomes(KeptOutcomes):
     """Kept outcomes read in another order: row i is the kept row `order[i]`, "" where that is -1
     (a line new to its file). What a re-sync holds for a file whose lines moved: 8 bytes a row
     beside the kept runs, where a list would hold a string per row (~100 MB at 1M rows)."""
 
-    def __init__(self, kept: PackedOutcomes, order: array) -> None:
-        # No runs of its own (the base's are never read here): the kept rows are read through `kept`.
+    def __init__(self, kept: KeptOutcomes, order: array) -> None:
+        super().__init__(len(order))
         self._kept, self._order = kept, order
-        self._count = len(order)
-        self._set = {}
-
-    def copy(self) -> ReorderedOutcomes:
-        other = ReorderedOutcomes(self._kept, self._order)
-        other._set = dict(self._set)
-        return other
 
     def extended(self, more: int) -> ReorderedOutcomes:
-        other = ReorderedOutcomes(self._kept, self._order + array("q", [-1]) * max(more, 0))
-        other._set = dict(self._set)
+        other = self.copy()
+        other._order = self._order + array("q", [-1]) * max(more, 0)
+        other._count = len(other._order)
         return other
 
-    def oversized(self) -> bool:
-        return False
-
-    def __getitem__(self, position: int) -> str:
-        found = self._set.get(position)
-        if found is not None:
-            return found
-        if not 0 <= position < self._count:
-            raise IndexError(position)
+    def _stored(self, position: int) -> str:
         kept = self._order[position]
         return self._kept[kept] if kept >= 0 else ""
-
-    def __iter__(self) -> Iterator[str]:
-        return map(self.__getitem__, range(self._count))
 
     def packed_runs(self) -> Iterator[str]:
         for start in range(0, self._count, _RUN_ROWS):
@@ -172,7 +184,7 @@ class TableRows:
     keys: array  # array('q') of row keys
     low: array  # array('I'): each row's digest, two 32-bit halves
     high: array
-    outcomes: list[str] | PackedOutcomes
+    outcomes: list[str] | KeptOutcomes
     # Positions that differ from the packed rows stored (kept beside them as a small patch, so a
     # re-sync of a few rows rewrites only those); None: store the rows packed anew (and, of rows
     # loaded, those whose next save must pack them anew).
@@ -301,7 +313,7 @@ def _runs(rows: TableRows) -> Iterator[str]:
     if rows.packed is not None:
         yield from rows.packed
         return
-    if isinstance(rows.outcomes, PackedOutcomes):
+    if isinstance(rows.outcomes, KeptOutcomes):
         yield from rows.outcomes.packed_runs()
         return
     # Runs of the size a re-sync reads them in (a bigger one is cut, and the table stored anew).
