@@ -381,6 +381,102 @@ def test_edits_one_after_another(settings: Settings, pg_engine: Engine, kb: Path
     assert all(p.startswith("incremental") for r in quick for p in r.paths.values())
 
 
+def test_rows_appended_are_added_to_what_was_kept(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that grew at its end adds its new rows to the kept fields in Postgres, beside the
+    patch of the rows edited before (not packed anew), and the re-syncs after it build on that:
+    an edit, an append, an append with an edit, an edit of an appended row all end where full
+    syncs of the same edits do."""
+    from vedana.stores import sync_rows
+
+    monkeypatch.setattr(sync_rows, "_RUN_ROWS", 7)  # the rows added span runs of their own
+    edits = [
+        _set("Anchor_person", 4, "person_name", "First"),
+        _both(_new_city, _new_person, _new_interests),
+        _both(_add_interest_at_end, _set("Anchor_person", 6, "person_name", "Second")),
+        _set("Link_person_has_interest", -1, "skill_level", "guru"),  # a row appended before
+    ]
+    patches: list[dict[str, Any]] = []
+
+    def run(full: bool) -> tuple[list[SyncReport], dict[str, Any]]:
+        blank_staging(pg_engine)
+        work = tmp_path / "kb"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(kb, work)
+        sync(settings, data_model=work / "model", data=work / "data")
+        reports = []
+        for edit in edits:
+            edit(work / "data")
+            reports.append(sync(settings, data_model=work / "model", data=work / "data", full=full))
+            if not full:
+                with pg_engine.connect() as conn:
+                    patches.append(
+                        dict(conn.exec_driver_sql("SELECT table_name, patch FROM sync_rows").all())
+                    )
+        return reports, _state(pg_engine)
+
+    quick, quick_state = run(False)
+    slow, slow_state = run(True)
+    assert quick_state == slow_state
+    assert [_counts(r) for r in quick] == [_counts(r) for r in slow]
+    assert all(p.startswith("incremental") for r in quick for p in r.paths.values())
+    # The first edit's patch of Anchor_person is still there after the append: added to, not repacked.
+    first = json.loads(patches[0]["Anchor_person"])
+    assert first and json.loads(patches[1]["Anchor_person"])[: len(first)] == first
+
+
+def _add_interest_at_end(data: Path) -> None:
+    _change("Link_person_has_interest", _add_interest)(data)
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["read whole", "streamed as runs"])
+def test_kept_rows_with_rows_added_come_back_whole(
+    pg_engine: Engine, monkeypatch: pytest.MonkeyPatch, inline: bool
+) -> None:
+    """Rows added after the stored ones (`TableRows.stored`) are stored by growing the fields:
+    keys, both digest halves and outcomes read back as the whole table, the patch kept."""
+    from vedana.stores import sync_rows
+
+    monkeypatch.setattr(sync_rows, "_RUN_ROWS", 3)
+    if not inline:
+        monkeypatch.setattr(sync_rows, "_INLINE", -1)
+    before = ["a", "", "b␞ü", "c", ""]
+    n = len(before)
+    first = sync_rows.TableRows(
+        array("q", range(1, n + 1)), array("I", range(10, 10 + n)), array("I", range(20, 20 + n)), before
+    )
+    with pg_engine.begin() as conn:
+        sync_rows.save_rows(conn, "src", {}, {"Anchor_a": first})
+    with pg_engine.connect() as conn:
+        _, kept = sync_rows.load_rows(conn, "src")
+    rows = kept["Anchor_a"]
+    outcomes = rows.outcomes
+    assert isinstance(outcomes, sync_rows.KeptOutcomes) and rows.patched == set()
+    outcomes = outcomes.extended(4)
+    outcomes[1] = "edited"
+    for i, text in zip(range(n, n + 4), ["new 1", "", "日本", "new 4"], strict=True):
+        outcomes[i] = text
+    grown = sync_rows.TableRows(
+        array("q", [*rows.keys, 11, 12, 13, 14]),
+        array("I", [*rows.low[:1], 99, *rows.low[2:], 31, 32, 33, 34]),
+        array("I", [*rows.high, 41, 42, 43, 44]),
+        outcomes,
+        patched={1},
+        stored=n,
+    )
+    with pg_engine.begin() as conn:
+        sync_rows.save_rows(conn, "src", {}, {"Anchor_a": grown})
+    with pg_engine.connect() as conn:
+        _, back = sync_rows.load_rows(conn, "src")
+    got = back["Anchor_a"]
+    assert list(got.keys) == [1, 2, 3, 4, 5, 11, 12, 13, 14]
+    assert list(got.low) == [10, 99, 12, 13, 14, 31, 32, 33, 34]
+    assert list(got.high) == [20, 21, 22, 23, 24, 41, 42, 43, 44]
+    assert list(got.outcomes) == ["a", "edited", "b␞ü", "c", "", "new 1", "", "日本", "new 4"]
+    assert got.patched == {1}  # still a patch over the stored rows
+
+
 def test_an_added_person_a_link_row_named_before_resyncs_whole(
     settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
 ) -> None:

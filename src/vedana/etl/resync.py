@@ -357,6 +357,7 @@ class _Scan:
     removed: list[int] = field(default_factory=list)  # old positions of rows gone
     was: dict[int, int] = field(default_factory=dict)  # changed row_id -> its old position
     patched: set[int] | None = None  # in place: positions differing from the packed rows stored
+    stored: int | None = None  # in place, rows added at the end: how many rows the stored fields hold
     by_digest: bool = False  # rows matched by digest, wherever they are (`_scan_lines`)
     moved: bool = False  # ... and some of them are not where they were
     order: array | None = None  # by digest: each line's kept line, -1 for none (`_align_lines`)
@@ -558,8 +559,9 @@ def _scan_in_place(
         scan.positions[key] = i
         scan.outcomes[i] = ""
         scan.changed.append((key, raw))
-    # A patch covers the rows stored; rows added make the table stored anew.
-    scan.patched = None if old.patched is None or added else differ | old.patched
+    # A patch covers the rows stored; rows added at the end are added to what is stored.
+    scan.patched = None if old.patched is None else differ | old.patched
+    scan.stored = kept if added else None
     return scan
 
 
@@ -1006,7 +1008,7 @@ def _check_new_edges(conn: Connection, out: Plan) -> None:
 def _rows_of(scan: _Scan) -> TableRows:
     from vedana.stores.sync_rows import TableRows
 
-    return TableRows(scan.keys, scan.low, scan.high, scan.outcomes, scan.patched)
+    return TableRows(scan.keys, scan.low, scan.high, scan.outcomes, scan.patched, stored=scan.stored)
 
 
 def apply_reading(report: SyncReport, summary: dict[str, Any], delta: dict[tuple[str, str], int]) -> None:

@@ -192,6 +192,10 @@ class TableRows:
     # The outcomes as runs already packed (`pack_outcomes`), in order, instead of `outcomes`: a
     # first sync's link tables, one string per run of rows rather than per row.
     packed: list[str] | None = None
+    # With a patch: the rows the stored fields hold, when rows were added after them since (a
+    # file that grew at its end): the save adds those rows to the fields rather than packing
+    # every row anew. None: the fields hold every row but the patched.
+    stored: int | None = None
 
 
 def pack_outcomes(outcomes: list[str]) -> str:
@@ -287,20 +291,52 @@ def save_rows(conn: Connection, source: str, summary: dict[str, Any], tables: di
 
     repack = {}
     for name, rows in tables.items():
-        if rows.patched is None or len(rows.patched) * _PATCH_SHARE > len(rows.keys):
-            repack[name] = rows
+        stored = len(rows.keys) if rows.stored is None else rows.stored
+        if rows.patched is None or len(rows.patched) * _PATCH_SHARE > len(rows.keys) or not stored:
+            repack[name] = rows  # (a table that held no row has no field to add to)
             continue
-        patch = [(i, rows.low[i], rows.high[i], rows.outcomes[i]) for i in sorted(rows.patched)]
-        conn.exec_driver_sql(
-            "UPDATE sync_rows SET patch = %s WHERE source = %s AND table_name = %s",
-            (json.dumps(patch), source, name),
-        )
+        patch = json.dumps([(i, rows.low[i], rows.high[i], rows.outcomes[i]) for i in sorted(rows.patched)])
+        if stored == len(rows.keys):
+            conn.exec_driver_sql(
+                "UPDATE sync_rows SET patch = %s WHERE source = %s AND table_name = %s", (patch, source, name)
+            )
+        else:
+            _add_rows(conn, source, name, rows, stored, patch)
     conn.exec_driver_sql(
         "DELETE FROM sync_rows WHERE source <> %s OR NOT table_name = ANY(%s) OR table_name = ANY(%s)",
         (source, list(tables), list(repack)),
     )
     _copy_packed(conn, source, repack)
     set_state(conn, STATE_KEY, {**summary, "source": source})
+
+
+def _add_rows(conn: Connection, source: str, name: str, rows: TableRows, stored: int, patch: str) -> None:
+    """Add the rows after the first `stored` to the table's stored fields, in Postgres: the keys
+    and each digest half grow at their ends, the outcomes by runs of the rows added. Only those
+    rows are sent, where packing every row anew sent them all (~0.5 s at 1M rows)."""
+    added = range(stored, len(rows.keys))
+    runs = [
+        pack_outcomes([rows.outcomes[i] for i in range(start, min(start + _RUN_ROWS, added.stop))])
+        for start in range(added.start, added.stop, _RUN_ROWS)
+    ]
+    low_bytes = 4 * stored  # the low halves come first, each 4 bytes
+    conn.exec_driver_sql(
+        "UPDATE sync_rows SET row_keys = row_keys || %(keys)s,"
+        " digests = substring(digests FROM 1 FOR %(low_bytes)s) || %(low)s"
+        " || substring(digests FROM %(low_bytes)s + 1) || %(high)s,"
+        " outcomes = outcomes || %(outcomes)s, patch = %(patch)s"
+        " WHERE source = %(source)s AND table_name = %(name)s",
+        {
+            "keys": rows.keys[stored:].tobytes(),
+            "low": rows.low[stored:].tobytes(),
+            "high": rows.high[stored:].tobytes(),
+            "low_bytes": low_bytes,
+            "outcomes": _RUN_SEPARATOR + _RUN_SEPARATOR.join(runs),
+            "patch": patch,
+            "source": source,
+            "name": name,
+        },
+    )
 
 
 # COPY's binary format, written by hand so the outcomes field can go out a slice at a time.
