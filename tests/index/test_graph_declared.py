@@ -17,7 +17,9 @@ from test_graph_records import snapshot
 from support.index_kb import scratch_graphs
 from support.staging_rows import reset_staging
 from vedana.config import Settings
+from vedana.embeddings.hashing import HashEmbedder
 from vedana.etl.graph_load import load_graph, rebuild_graph
+from vedana.etl.index import index
 from vedana.etl.sync import sync
 from vedana.stores import staging_bulk
 from vedana.stores.graph import GraphStore
@@ -179,10 +181,11 @@ def _reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[tuple[str, ...], bool,
 
 
 def builds(
-    engine: Engine, graphs: tuple[FalkorGraph, ...], monkeypatch: pytest.MonkeyPatch
+    settings: Settings, engine: Engine, graphs: tuple[FalkorGraph, ...], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[tuple[str, ...], tuple[bool, bool]]]:
-    """The snapshots of the three builds of staging as the last sync left it (with the data
-    model stored, as `vedana index --full` reads it), and how the dtype build read each group."""
+    """The snapshots of the three builds of staging as the last sync left it: `vedana index
+    --full`'s (by the stored data model's dtypes where they describe staging), the `UNWIND`
+    load's and the Python encoder's; and how the first read each group (first)."""
     by_dtypes, by_unwind, by_python = graphs
     with engine.connect() as conn:
         dm = load_data_model(conn)
@@ -190,8 +193,10 @@ def builds(
     owned = [anchor.noun for anchor in dm.anchors]
     with monkeypatch.context() as patched:
         seen = _reads(patched)
-        with engine.connect() as conn:
-            rebuild_graph(conn, by_dtypes, upto, owned, batch_size=3, dm=dm)
+        report = index(
+            settings, full=True, engine=engine, graph=by_dtypes, embedder=HashEmbedder(8), graph_batch_size=3
+        )
+        assert report.graph_rebuilt and report.version == upto
     with engine.connect() as conn:
         load_graph(conn, by_unwind, VersionRange(None, upto), batch_size=3)
     with monkeypatch.context() as patched:
@@ -202,7 +207,10 @@ def builds(
     for snap in snaps:
         for names in ("labels", "relationshipTypes", "propertyKeys"):  # declared keys no row holds
             snap.pop(names)
-    return snaps[0], snaps[1], snaps[2], {names: (d, g) for names, d, g in seen}
+    first: dict[tuple[str, ...], tuple[bool, bool]] = {}
+    for names, is_declared, guessed in seen:  # not a fallback's exact read of the group after
+        first.setdefault(names, (is_declared, guessed))
+    return snaps[0], snaps[1], snaps[2], first
 
 
 def first_sync(settings: Settings, engine: Engine, model: Path, data: Path) -> None:
@@ -214,7 +222,7 @@ def test_every_dtype_synced_from_a_csv_folder_builds_the_same_graph(
     settings: Settings, pg_engine: Engine, graphs, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     first_sync(settings, pg_engine, write_model(tmp_path / "m", ANCHORS, LINKS), write_data(tmp_path / "d"))
-    declared, unwind, python, how = builds(pg_engine, graphs, monkeypatch)
+    declared, unwind, python, how = builds(settings, pg_engine, graphs, monkeypatch)
     assert declared == unwind
     assert declared == python
     # The dtype path was taken: no exact group was read.
@@ -228,3 +236,48 @@ def test_every_dtype_synced_from_a_csv_folder_builds_the_same_graph(
     [ada] = graphs[0].query("MATCH (n:person {id: 'p1'}) RETURN properties(n) AS p").rows
     assert ada["p"]["age"] == 27 and ada["p"]["mentor"] is True and ada["p"]["born"] == "2020-01-02"
     assert "ghost" not in ada["p"] and "id" in ada["p"] and ada["p"]["id"] == "p1"
+
+
+def _changed(anchors: dict[str, list[tuple[str, str]]], noun: str, **dtypes: str | None) -> dict[str, Any]:
+    """`anchors` with `noun`'s attributes retyped (None: removed)."""
+    attrs = [
+        (name, dtypes.get(name, dtype))
+        for name, dtype in anchors[noun]
+        if dtypes.get(name, dtype) is not None
+    ]
+    return {**anchors, noun: attrs}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"age": "str", "mentor": "text"},  # int -> str, bool -> str
+        {"odd": "int", "name": "bool"},  # str -> int ("12" only), str -> bool
+        {"age": None, "height": None},  # attributes removed
+        {"height": "int"},  # float -> int: some values refused by the new cast
+    ],
+)
+@pytest.mark.parametrize("model_only", [False, True])
+def test_a_data_model_change_then_a_full_rebuild_builds_the_same_graph(
+    settings: Settings,
+    pg_engine: Engine,
+    graphs,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    change: dict[str, str | None],
+    model_only: bool,
+) -> None:
+    """A changed model reaches staging with the next data sync; a `--data-model-only` sync stores
+    it over rows the old model cast, and `vedana index --full` may run before the data sync."""
+    data = write_data(tmp_path / "d")
+    first_sync(settings, pg_engine, write_model(tmp_path / "m1", ANCHORS, LINKS), data)
+    model = write_model(tmp_path / "m2", _changed(ANCHORS, "person", **change), LINKS)
+    if model_only:
+        assert sync(settings, data_model=model, data_model_only=True).data_model.changed
+    else:
+        sync(settings, data_model=model, data=data)
+    declared, unwind, python, how = builds(settings, pg_engine, graphs, monkeypatch)
+    assert declared == unwind
+    assert declared == python
+    # The new model's dtypes describe staging once a data sync cast the rows by it, not before.
+    assert any(is_declared for is_declared, _ in how.values()) is not model_only

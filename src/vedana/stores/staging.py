@@ -56,6 +56,22 @@ def stored_data_model_is(conn: Connection, dm: DataModel) -> bool:
     return same
 
 
+# The digest of the data model the staged rows were last normalised by (a data sync's), which a
+# `--data-model-only` sync does not move: its model's dtypes do not describe rows cast by the old.
+STAGED_BY_KEY = "sync.staged_by_data_model_digest"
+
+
+def mark_staged_by(conn: Connection, dm: DataModel) -> None:
+    """Record that staging's rows are, after the caller's transaction, all normalised by `dm`."""
+    set_state(conn, STAGED_BY_KEY, data_model_digest(dm))
+
+
+def staged_by(conn: Connection, dm: DataModel) -> bool:
+    """Whether staging's rows were all normalised by `dm` (its dtypes cast every value): false
+    after a `--data-model-only` sync changed the model, and for staging no sync has marked."""
+    return bool(get_state(conn, STAGED_BY_KEY) == data_model_digest(dm))
+
+
 def save_data_model(conn: Connection, dm: DataModel) -> None:
     """Replace the stored data model with `dm` (inside the caller's transaction)."""
     from vedana.stores import tables as t
