@@ -66,10 +66,12 @@ def mark_staged_by(conn: Connection, dm: DataModel) -> None:
     set_state(conn, STAGED_BY_KEY, data_model_digest(dm))
 
 
-def staged_by(conn: Connection, dm: DataModel) -> bool:
-    """Whether staging's rows were all normalised by `dm` (its dtypes cast every value): false
-    after a `--data-model-only` sync changed the model, and for staging no sync has marked."""
-    return bool(get_state(conn, STAGED_BY_KEY) == data_model_digest(dm))
+def staged_by_stored_model(conn: Connection) -> bool:
+    """Whether staging's rows were all normalised by the stored data model (its dtypes cast
+    every value): false after a `--data-model-only` sync changed the model, and for staging no
+    sync has marked. By the digests the syncs stored, not one of the model loaded back."""
+    staged = get_state(conn, STAGED_BY_KEY)
+    return staged is not None and staged == get_state(conn, DATA_MODEL_DIGEST_KEY)
 
 
 def save_data_model(conn: Connection, dm: DataModel) -> None:
