@@ -321,3 +321,31 @@ def test_an_integer_past_64_bits_builds_the_same_graph(
     assert how[("person",)] == (True, False)  # read by its dtypes first, then given way
     assert declared == python
     assert declared == unwind
+
+
+def test_names_of_every_shape_build_the_same_graph(
+    settings: Settings, pg_engine: Engine, graphs, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Keys reach Postgres as parameters and the graph quoted: spaces, quotes, unicode, `%`."""
+    keys = [("full name", "str"), ("größe", "int"), ("it's", "bool"), ("%(k0)s", "str"), ('a."b', "float")]
+    anchors = {"Ünï noun": [("node_id", "str"), *keys], "city": []}
+    links = [("Ünï noun", "city", 'is in; "it"', "", "", True, [("100%", "int"), ("n'", "date")])]
+    write_csv(
+        tmp_path / "d",
+        "Anchor_Ünï noun",
+        ["node_id", *(key for key, _ in keys)],
+        [["u1", "A B", "3", "yes", "pct", "0.5"], ["u2", "", "-4", "no", "", "2"]],
+    )
+    write_csv(tmp_path / "d", "Anchor_city", ["node_id"], [["c1"]])
+    write_csv(
+        tmp_path / "d",
+        'Link_is in; "it"',
+        ["from_node_id", "to_node_id", "100%", "n'"],
+        [["u1", "c1", "7", "2020-01-01"], ["c1", "u2", "", ""]],
+    )
+    first_sync(settings, pg_engine, write_model(tmp_path / "m", anchors, links), tmp_path / "d")
+    declared, unwind, python, how = builds(settings, pg_engine, graphs, monkeypatch)
+    assert how[("Ünï noun",)] == (True, False)
+    assert len(declared["nodes"]) == 3 and len(declared["edges"]) == 2
+    assert declared == unwind
+    assert declared == python
