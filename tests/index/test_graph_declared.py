@@ -349,3 +349,32 @@ def test_names_of_every_shape_build_the_same_graph(
     assert len(declared["nodes"]) == 3 and len(declared["edges"]) == 2
     assert declared == unwind
     assert declared == python
+
+
+@pytest.mark.parametrize("model_only", [False, True])
+def test_a_link_made_directed_and_retyped_then_a_full_rebuild_builds_the_same_graph(
+    settings: Settings,
+    pg_engine: Engine,
+    graphs,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    model_only: bool,
+) -> None:
+    """The edges the other way round go (tombstoned by the data sync, or kept by a model-only
+    one), and the link's int attribute becomes text: read in edge groups on connections of their
+    own."""
+    data = write_data(tmp_path / "d")
+    first_sync(settings, pg_engine, write_model(tmp_path / "m1", ANCHORS, LINKS), data)
+    knows = ("person", "person", "person_knows_person", "", "", True, [("since", "str"), ("how", "str")])
+    model = write_model(tmp_path / "m2", ANCHORS, [knows, *LINKS[1:]])
+    if model_only:
+        assert sync(settings, data_model=model, data_model_only=True).data_model.changed
+    else:
+        sync(settings, data_model=model, data=data)
+    declared, unwind, python, how = builds(settings, pg_engine, graphs, monkeypatch)
+    assert declared == unwind
+    assert declared == python
+    assert any("'since', ['int', 2001]" in edge for edge in declared["edges"]) is model_only
+    assert how[("person_knows_person", "person", "person")] == (
+        (False, True) if model_only else (True, False)
+    )
