@@ -378,3 +378,19 @@ def test_a_link_made_directed_and_retyped_then_a_full_rebuild_builds_the_same_gr
     assert how[("person_knows_person", "person", "person")] == (
         (False, True) if model_only else (True, False)
     )
+
+
+def test_a_data_model_only_sync_of_prompts_keeps_the_typed_read(
+    settings: Settings, pg_engine: Engine, graphs, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """What `--data-model-only` is for (prompts, descriptions) leaves the staged values' types
+    as the model says: the rebuild still reads by dtypes."""
+    first_sync(settings, pg_engine, write_model(tmp_path / "m1", ANCHORS, LINKS), write_data(tmp_path / "d"))
+    model = write_model(tmp_path / "m2", ANCHORS, LINKS)
+    write_csv(model, "Prompts", ["name", "text"], [["no_answer", "Nothing found."]])
+    write_csv(model, "Anchors", ["noun", "description"], [[noun, f"All about {noun}"] for noun in ANCHORS])
+    assert sync(settings, data_model=model, data_model_only=True).data_model.changed
+    declared, unwind, python, how = builds(settings, pg_engine, graphs, monkeypatch)
+    assert declared == unwind
+    assert declared == python
+    assert how[("person",)] == (True, False)

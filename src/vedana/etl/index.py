@@ -260,7 +260,7 @@ def _apply(
     on_progress: Progress,
     on_notice: Notice | None,
 ) -> IndexReport:
-    from vedana.stores.staging import load_data_model, staged_by_stored_model
+    from vedana.stores.staging import load_data_model, staged_by
     from vedana.stores.vectors import reset_vector_tables
 
     began = time.perf_counter()
@@ -269,7 +269,7 @@ def _apply(
         dm = load_data_model(conn)
         # The model's dtypes describe the staged values only when a data sync cast them by this
         # model (not after a `--data-model-only` sync changed it): else the rebuild samples them.
-        typed_by = dm if staged_by_stored_model(conn) else None
+        typed_by = dm if staged_by(conn, dm) else None
         start = _read_start(conn, embedder, dm)
         conn.commit()
         report.dim, report.version = start.current.dim, start.upto
