@@ -14,8 +14,11 @@ import pytest
 from sqlalchemy import Engine
 from test_graph_records import snapshot
 
+from standins.fake_grist import FakeGrist
+from standins.grist_files import build_grist_file
 from support.index_kb import scratch_graphs
 from support.staging_rows import reset_staging
+from support.sync_kb import API_KEY, blank_staging, club_data, club_model, grist_settings
 from vedana.config import Settings
 from vedana.embeddings.hashing import HashEmbedder
 from vedana.etl.graph_load import load_graph, rebuild_graph
@@ -394,3 +397,32 @@ def test_a_data_model_only_sync_of_prompts_keeps_the_typed_read(
     assert declared == unwind
     assert declared == python
     assert how[("person",)] == (True, False)
+
+
+@pytest.mark.parametrize("source", ["grist file", "grist api", "csv export"])
+def test_the_club_documents_synced_from_grist_build_the_same_graph(
+    settings: Settings,
+    pg_engine: Engine,
+    graphs,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    source: str,
+) -> None:
+    """Typed cells (Numeric, Date, Bool, ChoiceList, Ref, formulas and their errors) cast by the
+    club model's dtypes, through each way Grist's documents are read."""
+    model, data = club_model(), club_data()
+    blank_staging(pg_engine)
+    reset_staging(pg_engine)
+    if source == "grist file":
+        sync(
+            settings,
+            data_model=build_grist_file(model, tmp_path / "m.grist"),
+            data=build_grist_file(data, tmp_path / "d.grist"),
+        )
+    else:
+        with FakeGrist(model, data, api_key=API_KEY) as fake:
+            sync(grist_settings(settings, fake.url), csv=source == "csv export")
+    declared, unwind, python, how = builds(settings, pg_engine, graphs, monkeypatch)
+    assert how[("person",)] == (True, False)
+    assert declared == unwind
+    assert declared == python
