@@ -1,7 +1,8 @@
 """A full rebuild that types groups by the data model's dtypes (`rebuild_graph(dm=...)`) builds
 the graph the `UNWIND` load and the Python encoder build, for staging written by a real sync of
-a CSV folder: every dtype and alias, columns the model declares but the source lacks, undirected
-and directed links, self-loops, foreign-key edges, a model change, an incremental re-sync."""
+a CSV folder (or Grist): every dtype and alias, columns the model declares but the source lacks,
+undirected and directed links, self-loops, foreign-key edges, an incremental re-sync, a model
+change by a data sync or by a `--data-model-only` one (rows cast by the old model: not typed)."""
 
 from __future__ import annotations
 
