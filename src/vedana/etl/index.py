@@ -260,13 +260,16 @@ def _apply(
     on_progress: Progress,
     on_notice: Notice | None,
 ) -> IndexReport:
-    from vedana.stores.staging import load_data_model
+    from vedana.stores.staging import load_data_model, staged_by
     from vedana.stores.vectors import reset_vector_tables
 
     began = time.perf_counter()
     report = IndexReport(full=full, model=embedder.model)
     with engine.connect() as conn:
         dm = load_data_model(conn)
+        # The model's dtypes describe the staged values only when a data sync cast them by this
+        # model (not after a `--data-model-only` sync changed it): else the rebuild samples them.
+        typed_by = dm if staged_by(conn, dm) else None
         start = _read_start(conn, embedder, dm)
         conn.commit()
         report.dim, report.version = start.current.dim, start.upto
@@ -290,7 +293,7 @@ def _apply(
                     owned.nodes,
                     batch_size=batch_size,
                     on_progress=on_progress,
-                    dm=dm,
+                    dm=typed_by,
                 )
             )
             report.graph_rebuilt = True
@@ -314,7 +317,7 @@ def _apply(
                     owned.nodes,
                     batch_size=batch_size,
                     on_progress=on_progress,
-                    dm=dm,
+                    dm=typed_by,
                 )
             )
         # Durable before the watermark says so (a crash before that loses nothing): the snapshot

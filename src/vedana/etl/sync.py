@@ -234,7 +234,7 @@ def _sync_into(
     *,
     full: bool = False,
 ) -> None:
-    from vedana.stores.staging import save_data_model, stored_data_model_is
+    from vedana.stores.staging import mark_staged_by, save_data_model, stored_data_model_is
 
     progress("data model", 0, None)
     dm, report.data_model = read_data_model(model_source)
@@ -243,7 +243,10 @@ def _sync_into(
         save_data_model(conn, dm)
     progress("data model", 1, 1)
     if data_source is None:
-        return
+        return  # staging's rows stay as the model they were normalised by cast them
+    # Every staged row is normalised by `dm` once this transaction commits (a changed model
+    # re-reads them all): the index may read their values by its dtypes.
+    mark_staged_by(conn, dm)
 
     plan = plan_tables(dm, data_source)
     if not plan.anchors:

@@ -56,6 +56,44 @@ def stored_data_model_is(conn: Connection, dm: DataModel) -> bool:
     return same
 
 
+# What the staged rows' values were last cast by (a data sync's model: its types, see
+# `types_digest`), which a `--data-model-only` sync does not move: a changed model's dtypes do
+# not describe rows the old one cast.
+STAGED_TYPES_KEY = "sync.staged_types_digest"
+
+
+def types_digest(dm: DataModel) -> str:
+    """A digest of what `dm` says the staged values are: each node type's and link's attribute
+    names and dtypes (and the link's anchors). Descriptions, prompts and queries, which a
+    `--data-model-only` sync is for, leave it as it was."""
+    import hashlib
+    import json
+
+    def attributes(owner: Anchor | Link) -> list[list[str]]:
+        return [[a.name, a.dtype] for a in owner.attributes]
+
+    text = json.dumps(
+        {
+            "anchors": [[a.noun, attributes(a)] for a in dm.anchors],
+            "links": [[lk.sentence, lk.anchor1, lk.anchor2, attributes(lk)] for lk in dm.links],
+        },
+        ensure_ascii=False,
+    )
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def mark_staged_by(conn: Connection, dm: DataModel) -> None:
+    """Record that staging's rows are, once the caller's transaction commits, all cast by `dm`."""
+    set_state(conn, STAGED_TYPES_KEY, types_digest(dm))
+
+
+def staged_by(conn: Connection, dm: DataModel) -> bool:
+    """Whether `dm`'s dtypes describe every staged value (`types_digest`): not after a
+    `--data-model-only` sync changed an attribute, nor for staging no sync has marked."""
+    staged = get_state(conn, STAGED_TYPES_KEY)
+    return staged is not None and staged == types_digest(dm)
+
+
 def save_data_model(conn: Connection, dm: DataModel) -> None:
     """Replace the stored data model with `dm` (inside the caller's transaction)."""
     from vedana.stores import tables as t
