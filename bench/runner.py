@@ -390,12 +390,13 @@ class SizeRun:
             """The graph phase of `vedana index --full`: the rebuild and the nodes' check."""
             from vedana.etl.graph_load import owned_types, rebuild_graph
             from vedana.stores.index_state import staging_version
-            from vedana.stores.staging import load_data_model
+            from vedana.stores.staging import load_data_model, staged_by
 
             with engine.connect() as conn:
                 dm = load_data_model(conn)
+                typed_by = dm if staged_by(conn, dm) else None
                 owned = owned_types(conn, dm, edges=False)
-                rebuild_graph(conn, graph, staging_version(conn), owned.nodes, dm=dm)
+                rebuild_graph(conn, graph, staging_version(conn), owned.nodes, dm=typed_by)
                 graph.counts(owned.nodes, ())
 
         try:
