@@ -240,6 +240,13 @@ def test_every_dtype_synced_from_a_csv_folder_builds_the_same_graph(
     [ada] = graphs[0].query("MATCH (n:person {id: 'p1'}) RETURN properties(n) AS p").rows
     assert ada["p"]["age"] == 27 and ada["p"]["mentor"] is True and ada["p"]["born"] == "2020-01-02"
     assert "ghost" not in ada["p"] and "id" in ada["p"] and ada["p"]["id"] == "p1"
+    # Floats Python writes with an exponent stay floats of their value (jsonb kept 1e20 as an
+    # integer, which the graph clamped to 2**63 - 1), in every build.
+    for graph in graphs:
+        rows = graph.query("MATCH (n:person) RETURN n.id AS id, n.height AS h").rows
+        heights = {row["id"]: row["h"] for row in rows}
+        assert heights["p1"] == 1e20 and isinstance(heights["p1"], float)
+        assert heights["p6"] == 1.5e300 and heights["p5"] == -2.5e-10 and isinstance(heights["p5"], float)
 
 
 def _changed(anchors: dict[str, list[tuple[str, str]]], noun: str, **dtypes: str | None) -> dict[str, Any]:

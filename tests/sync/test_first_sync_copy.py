@@ -123,7 +123,7 @@ def test_copy_text_keeps_every_character(pg_engine: Engine) -> None:
         {"b": "x", "a": 'ü"\n\\ \u2028 \x01'},
         {"n": 1, "s": "t", "big": 2**70},
         {"l": ["a", 1, None]},
-        {"f": 1.5, "g": 1e16, "h": -0.0},
+        {"f": 1.5, "g": 1234567.125, "h": -0.0},
         {"b": True, "c": False, "z": None},
         {"d": {"z": 1, "a": "2"}},
     ],
@@ -137,3 +137,29 @@ def test_attributes_json_is_the_canonical_encoding(attributes: dict[str, Any]) -
     assert staging_write.attributes_json(attributes) == canonical
     with pytest.raises(ValueError):
         staging_write.attributes_json({**attributes, "nan": float("nan")})
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"big": 1e20, "tiny": 1e-05, "text": "an e-mail, 3e-5 and 1e+9 as text"},
+        {"list": [1e16, 2.5, "x", -1.5e300], "edge": 5e-324, "max": 1.7976931348623157e308},
+    ],
+)
+def test_floats_with_an_exponent_come_back_from_jsonb_as_the_same_floats(
+    pg_engine: Engine, attributes: dict[str, Any]
+) -> None:
+    """jsonb writes a number given as 1e+20 back with no point, which reads as an integer (and
+    past 64 bits reached the graph clamped): such floats are written positionally, so jsonb and
+    json give back the float, text that looks like one stays text, and the encoding stays one
+    per value (equal attributes, equal hashes)."""
+    import json
+
+    text = staging_write.attributes_json(attributes)
+    assert "e+" not in text.replace("1e+9 as", "") and json.loads(text) == attributes
+    with pg_engine.connect() as conn:
+        back = json.loads(conn.exec_driver_sql("SELECT %s::jsonb::text", (text,)).scalar_one())
+    assert back == attributes
+    values = [*back.values(), *back.get("list", [])]
+    assert all(isinstance(v, float) for v in values if not isinstance(v, str | list))  # not ints
+    assert staging_write.attributes_json(dict(attributes)) == text

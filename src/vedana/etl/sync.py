@@ -63,7 +63,7 @@ ProgressCallback = Callable[[str, int, "int | None"], None]
 
 STATE_KEY = "sync.grist_states"
 # Bump when normalisation changes, so an unchanged Grist document is still read again once.
-NORMALIZE_VERSION = 1
+NORMALIZE_VERSION = 2  # 2: floats with an exponent written positionally (jsonb kept 1e20 as an integer)
 _PROGRESS_EVERY = 500
 
 

@@ -55,7 +55,8 @@ _ENCODED = {
     "WHEN false THEN '\\x0100'::bytea ELSE '\\x00'::bytea END",
     # By the value's type, as Python's json reads it and `encode_value` writes it: a number
     # with no point is an integer (one beyond 64 bits clamped), else a double. A map, a list
-    # or a double's underflow or overflow (an error in Postgres, 0.0 or inf in Python) is NULL.
+    # or a double near its underflow or past 1e308 (Postgres refuses what Python reads as 0.0 or
+    # inf; the largest double is 1.8e308) is NULL.
     "any": f"CASE coalesce(jsonb_typeof({{a}}attributes->%(k{{i}})s), 'null') "
     f"WHEN 'string' THEN {_STRING.format(text=_TEXT)} "
     "WHEN 'null' THEN '\\x00'::bytea "
@@ -64,7 +65,7 @@ _ENCODED = {
     f"THEN {_INT.format(text=_TEXT)} "
     f"WHEN strpos({_TEXT}, '.') = 0 THEN '\\x04'::bytea || reverse(int8send(greatest(least(({_TEXT})::numeric, "
     "9223372036854775807), -9223372036854775808)::bigint)) "
-    f"WHEN abs(({_TEXT})::numeric) BETWEEN 1e-300 AND 1e300 OR ({_TEXT})::numeric = 0 "
+    f"WHEN abs(({_TEXT})::numeric) BETWEEN 1e-300 AND 1e308 OR ({_TEXT})::numeric = 0 "
     f"THEN '\\x02'::bytea || reverse(float8send(({_TEXT})::float8)) END END",
 }
 # A value as Python reads it, for a group encoded by Python (as `staging_changes._VALUE`).

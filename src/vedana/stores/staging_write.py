@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -120,7 +122,46 @@ _encode = _made_once()
 
 def attributes_json(attributes: dict[str, Any]) -> str:
     """Canonical JSON (sorted keys): equal attributes give equal text and so equal hashes."""
-    return _encode(attributes) if attributes else "{}"
+    if not attributes:
+        return "{}"
+    text = _encode(attributes)
+    # A float Python writes with an exponent (1e+20, 1e-05) goes to jsonb as a plain number,
+    # which keeps no point when the exponent is positive: read back it was an integer, and past
+    # 64 bits a clamped one in the graph. Such rows are written again with those floats in
+    # positional notation. The test for them is cheap; a string holding "e+" or "e-" merely
+    # takes the longer way.
+    if ("e+" in text or "e-" in text) and _EXPONENT.search(text):
+        return _with_positional_floats(attributes)
+    return text
+
+
+_EXPONENT = re.compile(r"\de[+-]\d")
+
+
+def _with_positional_floats(attributes: dict[str, Any]) -> str:
+    """`_encode(attributes)` with every float (also inside a list) in positional notation with a
+    point ("100000000000000000000.0"), which jsonb keeps as written: a placeholder string (NUL,
+    which staging text never holds, and a number) goes in its place, then its text is swapped."""
+    numbers: list[str] = []
+
+    def swapped(value: Any) -> Any:
+        if value.__class__ is float:
+            numbers.append(_positional(value))
+            return f"\x00{len(numbers) - 1}\x00"
+        if value.__class__ is list:
+            return [swapped(item) for item in value]
+        return value
+
+    text = _encode({key: swapped(value) for key, value in attributes.items()})
+    for i, number in enumerate(numbers):
+        text = text.replace(f'"\\u0000{i}\\u0000"', number, 1)
+    return text
+
+
+def _positional(number: float) -> str:
+    """The float's shortest decimal text (`repr`), written out without an exponent, with a point."""
+    text = format(Decimal(repr(number)), "f")
+    return text if "." in text else f"{text}.0"
 
 
 def row_hash(attributes_text: str) -> str:
