@@ -173,6 +173,7 @@ class SizeRun:
         self.settings = bench_settings(self.home)
         self.result: dict[str, Any] = {"rows": rows, "shape": config.shape, "phases": {}}
         self._engine: Engine | None = None
+        self._full_syncs = 0  # scratch databases of `_fresh_full_sync_s`, each a name of its own
 
     # -- helpers -----------------------------------------------------------------------------
     def _record(self, phase: Phase, **metrics: Any) -> dict[str, Any]:
@@ -320,9 +321,10 @@ class SizeRun:
             f"COPY {ratio['baseline_s']:.2f} s)"
         )
 
-    def _fresh_sync_and_copy(self, dump: CopyBaseline, n: int) -> tuple[float, float]:
+    def _fresh_sync_and_copy(self, dump: CopyBaseline | None, n: int | str) -> tuple[float, float]:
         """(sync seconds, COPY seconds) in a new empty database on the same server: a true first
-        sync again, whatever state vedana keeps. Creating the database and its schema is not timed."""
+        sync again, whatever state vedana keeps (no COPY without `dump`: 0). Creating the database
+        and its schema is not timed."""
         import psycopg
 
         from vedana.etl.sync import sync
@@ -341,7 +343,7 @@ class SizeRun:
             started = time.perf_counter()
             sync(settings, data_model=self.kb / "model", data=self.kb / "data")
             sync_s = time.perf_counter() - started
-            copy_s = dump.timed_copy(engine)
+            copy_s = dump.timed_copy(engine) if dump is not None else 0.0
         finally:
             engine.dispose()
             with psycopg.connect(admin, autocommit=True) as conn:
@@ -450,6 +452,7 @@ class SizeRun:
         found.hashes.clear()
         sync_report, sync_phase, _ = self._sync("edit-sync")
         pairs = [(sync_phase.seconds, found.seconds)]
+        fulls = [self._fresh_full_sync_s()]
         index_report, index_phase, _ = self._index("edit-index")
         totals = sync_report.to_dict()["totals"]
         seen = {
@@ -491,8 +494,9 @@ class SizeRun:
             with self.meter.phase("edit-pairs") as phase:
                 rounds = [self._edit_round() for _ in range(2, self.config.pairs + 1)]
             pairs += [(r["sync_s"], r["hash_s"]) for r in rounds]
+            fulls += [r["full_sync_s"] for r in rounds]
             self._record(phase, rounds=rounds)
-        s["ratios"] = self._edit_ratios(pairs)
+        s["ratios"] = self._edit_ratios(pairs, fulls)
         edit, whole = s["ratios"]
         self.status(
             f"[{self.rows:,}] edit re-sync: {edit['ratio']:.1f}× read + hash + compare "
@@ -592,24 +596,35 @@ class SizeRun:
         started = time.perf_counter()
         sync(self.settings, data_model=self.kb / "model", data=data)
         sync_s = time.perf_counter() - started
+        full_s = self._fresh_full_sync_s()
         index(self.settings)
         return {
             "rows_edited": summary.edited,
             "sync_s": round(sync_s, 4),
+            "full_sync_s": round(full_s, 4),
             "hash_s": round(found.seconds, 4),
             "found_the_edit": self._found_edit(found, summary.edited),
         }
 
-    def _edit_ratios(self, pairs: list[tuple[float, float]]) -> list[dict[str, Any]]:
-        """The edit's re-sync against read + hash + compare, and against a full sync (the median
-        of the full syncs timed for the COPY ratio, when there are several)."""
-        full_s = self._full_sync_s()
+    def _fresh_full_sync_s(self) -> float:
+        """A first sync of the data as it is now, into a new database: what an edit's re-sync is
+        set against, timed right after it (the machine's speed drifts by ±10-20 % over the
+        minutes between the sync phase and the edit pairs)."""
+        self._full_syncs += 1
+        return self._fresh_sync_and_copy(None, f"full{self._full_syncs}")[0]
+
+    def _edit_ratios(self, pairs: list[tuple[float, float]], fulls: list[float]) -> list[dict[str, Any]]:
+        """The edit's re-sync against read + hash + compare, and against a full sync of the same
+        data timed right after it (`_fresh_full_sync_s`), pair by pair."""
         share = f"{self.config.edit_fraction:.0%}".replace("%", " %")
         return [
             ratio_entry(
                 f"{share} edit re-sync", pairs, "read + hash + compare", "",
             ),
-            ratio_entry(f"{share} edit re-sync ÷ full sync", [(v, full_s) for v, _ in pairs], "full sync", "≤ 10 %"),
+            ratio_entry(
+                f"{share} edit re-sync ÷ full sync",
+                [(v, full) for (v, _), full in zip(pairs, fulls, strict=True)], "full sync", "≤ 10 %",
+            ),
         ]  # fmt: skip
 
     def _phase_search(self) -> None:
