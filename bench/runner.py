@@ -388,17 +388,20 @@ class SizeRun:
         engine = self._engine
         assert engine is not None
 
+        from vedana.etl.graph_load import owned_types, rebuild_graph
+        from vedana.stores.index_state import staging_version
+        from vedana.stores.staging import load_data_model, staged_by
+
+        with engine.connect() as conn:  # read before the index's graph phase starts its clock
+            dm = load_data_model(conn)
+            typed_by = dm if staged_by(conn, dm) else None
+            upto = staging_version(conn)
+
         def rebuild() -> None:
             """The graph phase of `vedana index --full`: the rebuild and the nodes' check."""
-            from vedana.etl.graph_load import owned_types, rebuild_graph
-            from vedana.stores.index_state import staging_version
-            from vedana.stores.staging import load_data_model, staged_by
-
             with engine.connect() as conn:
-                dm = load_data_model(conn)
-                typed_by = dm if staged_by(conn, dm) else None
                 owned = owned_types(conn, dm, edges=False)
-                rebuild_graph(conn, graph, staging_version(conn), owned.nodes, dm=typed_by)
+                rebuild_graph(conn, graph, upto, owned.nodes, dm=typed_by)
                 graph.counts(owned.nodes, ())
 
         try:
