@@ -283,8 +283,8 @@ def _apply(
         for name in (*owned.nodes, *(link.sentence for link in dm.links)):
             quote_name(name)  # a name no engine can take stops the run before the graph is touched
         rows = _graph_range(start, full)
-        if rows.full:
-            forget_watermark(conn, GRAPH_VERSION_KEY)  # a run killed after the clear must not look done
+
+        def rebuild() -> None:
             report._add_graph(
                 rebuild_graph(
                     conn,
@@ -296,6 +296,10 @@ def _apply(
                     dm=typed_by,
                 )
             )
+
+        if rows.full:
+            forget_watermark(conn, GRAPH_VERSION_KEY)  # a run killed after the clear must not look done
+            rebuild()
             report.graph_rebuilt = True
         else:
             report._add_graph(load_graph(conn, graph, rows, batch_size=batch_size, on_progress=on_progress))
@@ -309,17 +313,7 @@ def _apply(
             )
             forget_watermark(conn, GRAPH_VERSION_KEY)
             report.graph_rebuilt = True
-            report._add_graph(
-                rebuild_graph(
-                    conn,
-                    graph,
-                    start.upto,
-                    owned.nodes,
-                    batch_size=batch_size,
-                    on_progress=on_progress,
-                    dm=typed_by,
-                )
-            )
+            rebuild()
         # Durable before the watermark says so (a crash before that loses nothing): the snapshot
         # is written while the vectors are, and the watermark set once it is on disk.
         saved = graph.persist_begin()
