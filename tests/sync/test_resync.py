@@ -130,6 +130,40 @@ def _run(
     return report, _state(engine)
 
 
+def _resyncs_end_as_full_ones(
+    settings: Settings,
+    engine: Engine,
+    kb: Path,
+    tmp: Path,
+    edits: list[Edit],
+    *,
+    after_resync: Callable[[], None] = lambda: None,
+) -> None:
+    """A first sync, then each edit and a sync, once incrementally and once with --full (each
+    from the same copy of `kb`): every incremental re-sync takes that path, and both end in the
+    same staging with the same counts. `after_resync` runs after each incremental one."""
+
+    def run(full: bool) -> tuple[list[SyncReport], dict[str, Any]]:
+        blank_staging(engine)
+        work = tmp / "kb"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(kb, work)
+        sync(settings, data_model=work / "model", data=work / "data")
+        reports = []
+        for edit in edits:
+            edit(work / "data")
+            reports.append(sync(settings, data_model=work / "model", data=work / "data", full=full))
+            if not full:
+                after_resync()
+        return reports, _state(engine)
+
+    quick, quick_state = run(False)
+    slow, slow_state = run(True)
+    assert quick_state == slow_state
+    assert [_counts(r) for r in quick] == [_counts(r) for r in slow]
+    assert all(p.startswith("incremental") for r in quick for p in r.paths.values())
+
+
 def _move(header: list[str], rows: list[list[str]]) -> list[list[str]]:
     """The third person lives in another city now."""
     column = header.index("person_city")
@@ -362,23 +396,7 @@ def test_edits_one_after_another(settings: Settings, pg_engine: Engine, kb: Path
         _set("Link_person_has_interest", 7, "skill_level", "guru"),
     ]
 
-    def run(full: bool) -> tuple[list[SyncReport], dict[str, Any]]:
-        blank_staging(pg_engine)
-        work = tmp_path / "kb"
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(kb, work)
-        sync(settings, data_model=work / "model", data=work / "data")
-        reports = []
-        for edit in edits:
-            edit(work / "data")
-            reports.append(sync(settings, data_model=work / "model", data=work / "data", full=full))
-        return reports, _state(pg_engine)
-
-    quick, quick_state = run(False)
-    slow, slow_state = run(True)
-    assert quick_state == slow_state
-    assert [_counts(r) for r in quick] == [_counts(r) for r in slow]
-    assert all(p.startswith("incremental") for r in quick for p in r.paths.values())
+    _resyncs_end_as_full_ones(settings, pg_engine, kb, tmp_path, edits)
 
 
 def test_rows_appended_are_added_to_what_was_kept(
@@ -399,28 +417,11 @@ def test_rows_appended_are_added_to_what_was_kept(
     ]
     patches: list[dict[str, Any]] = []
 
-    def run(full: bool) -> tuple[list[SyncReport], dict[str, Any]]:
-        blank_staging(pg_engine)
-        work = tmp_path / "kb"
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(kb, work)
-        sync(settings, data_model=work / "model", data=work / "data")
-        reports = []
-        for edit in edits:
-            edit(work / "data")
-            reports.append(sync(settings, data_model=work / "model", data=work / "data", full=full))
-            if not full:
-                with pg_engine.connect() as conn:
-                    patches.append(
-                        dict(conn.exec_driver_sql("SELECT table_name, patch FROM sync_rows").all())
-                    )
-        return reports, _state(pg_engine)
+    def kept_patches() -> None:
+        with pg_engine.connect() as conn:
+            patches.append(dict(conn.exec_driver_sql("SELECT table_name, patch FROM sync_rows").all()))
 
-    quick, quick_state = run(False)
-    slow, slow_state = run(True)
-    assert quick_state == slow_state
-    assert [_counts(r) for r in quick] == [_counts(r) for r in slow]
-    assert all(p.startswith("incremental") for r in quick for p in r.paths.values())
+    _resyncs_end_as_full_ones(settings, pg_engine, kb, tmp_path, edits, after_resync=kept_patches)
     # The first edit's patch of Anchor_person is still there after the append: added to, not repacked.
     first = json.loads(patches[0]["Anchor_person"])
     assert first and json.loads(patches[1]["Anchor_person"])[: len(first)] == first
@@ -818,23 +819,7 @@ def test_a_person_removed_then_back(settings: Settings, pg_engine: Engine, kb: P
         _change("Anchor_person", lambda h, rows: [*rows, *kept["person"]])(data)
         _change("Link_person_has_interest", lambda h, rows: [*rows, *kept["links"]])(data)
 
-    def run(full: bool) -> tuple[list[SyncReport], dict[str, Any]]:
-        blank_staging(pg_engine)
-        work = tmp_path / "kb"
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(kb, work)
-        sync(settings, data_model=work / "model", data=work / "data")
-        reports = []
-        for edit in (leave, back, leave):
-            edit(work / "data")
-            reports.append(sync(settings, data_model=work / "model", data=work / "data", full=full))
-        return reports, _state(pg_engine)
-
-    quick, quick_state = run(False)
-    slow, slow_state = run(True)
-    assert quick_state == slow_state
-    assert [_counts(r) for r in quick] == [_counts(r) for r in slow]
-    assert all(p.startswith("incremental") for r in quick for p in r.paths.values())
+    _resyncs_end_as_full_ones(settings, pg_engine, kb, tmp_path, [leave, back, leave])
 
 
 @pytest.mark.parametrize(
