@@ -1050,10 +1050,12 @@ def test_only_a_re_sync_hashes_ahead(
     sync (whose peak memory it would raise) nor with --full."""
     from vedana.sources.csv_folder import CsvFolderSource
 
-    asked: list[str] = []
+    asked: list[list[str]] = []  # per hashing ahead, the tables it had kept lines to check against
     real = CsvFolderSource.prefetch_digests
     monkeypatch.setattr(
-        CsvFolderSource, "prefetch_digests", lambda self: (asked.append("ahead"), real(self))[1]
+        CsvFolderSource,
+        "prefetch_digests",
+        lambda self, kept=None: (asked.append(sorted(kept or {})), real(self, kept))[1],
     )
     blank_staging(pg_engine)
     work = tmp_path / "kb"
@@ -1065,7 +1067,7 @@ def test_only_a_re_sync_hashes_ahead(
     assert asked == []
     _one_percent(work / "data")
     report = sync(settings, data_model=work / "model", data=work / "data")
-    assert asked == ["ahead"]
+    assert asked == [sorted(report.paths)]  # every table read from a file came with its kept lines
     assert all(p.startswith("incremental: ") for p in report.paths.values())
 
 

@@ -98,6 +98,7 @@ class _Ledger:
     keys: array = field(default_factory=lambda: array("q"))
     low: array = field(default_factory=lambda: array("I"))
     high: array = field(default_factory=lambda: array("I"))
+    blocks: array | None = None  # a CSV file's block checksums (`RowDigests.blocks`)
     outcomes: list[str] = field(default_factory=list)
     index: dict[int, int] | _Lines = field(default_factory=dict)
     refs: dict[int, list[str]] = field(default_factory=dict)
@@ -139,7 +140,7 @@ class Recorder:
         bulk = table.digests()
         if bulk is not None:
             ledger.whole = True
-            ledger.keys, ledger.low, ledger.high = bulk.keys, bulk.low, bulk.high
+            ledger.keys, ledger.low, ledger.high, ledger.blocks = bulk.keys, bulk.low, bulk.high, bulk.blocks
             lines = _are_lines(bulk.keys)
             ledger.index = _Lines(len(bulk.keys)) if lines else {k: i for i, k in enumerate(bulk.keys)}
             if lines and not anchor:
@@ -237,7 +238,9 @@ class Recorder:
                         self._pack(ledger)
                     for sentence, n in ledger.reads.items():
                         self.contributors.setdefault(sentence, Counter())[name] += n
-                    out[name] = TableRows(ledger.keys, ledger.low, ledger.high, [], packed=ledger.packed)
+                    out[name] = TableRows(
+                        ledger.keys, ledger.low, ledger.high, [], packed=ledger.packed, blocks=ledger.blocks
+                    )
                     continue
             outcomes, spoiled, refs = ledger.outcomes, ledger.spoiled, ledger.refs
             if ledger.anchor:
@@ -253,7 +256,7 @@ class Recorder:
                     self.sound = False
                 for sentence, n in ledger.reads.items():
                     self.contributors.setdefault(sentence, Counter())[name] += n
-            out[name] = TableRows(ledger.keys, ledger.low, ledger.high, outcomes)
+            out[name] = TableRows(ledger.keys, ledger.low, ledger.high, outcomes, blocks=ledger.blocks)
         return out
 
 
@@ -361,6 +364,7 @@ class _Scan:
     by_digest: bool = False  # rows matched by digest, wherever they are (`_scan_lines`)
     moved: bool = False  # ... and some of them are not where they were
     order: array | None = None  # by digest: each line's kept line, -1 for none (`_align_lines`)
+    blocks: array | None = None  # a CSV file's block checksums (`RowDigests.blocks`)
 
 
 def _scan(table: RawTable, old: TableRows, *, movable: bool = False) -> _Scan:
@@ -409,7 +413,16 @@ def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:
         if isinstance(kept, KeptOutcomes)
         else [kept[j] if j >= 0 else "" for j in order]
     )
-    scan = _Scan(bulk.keys, bulk.low, bulk.high, outcomes, by_digest=True, moved=shifted, order=order)
+    scan = _Scan(
+        bulk.keys,
+        bulk.low,
+        bulk.high,
+        outcomes,
+        by_digest=True,
+        moved=shifted,
+        order=order,
+        blocks=bulk.blocks,
+    )
     for i, raw in zip(fresh, bulk.fetch(fresh), strict=True):
         key = bulk.keys[i]
         scan.positions[key] = i
@@ -546,7 +559,7 @@ def _scan_in_place(
     outcomes = _copy_of(old.outcomes)
     if added:
         outcomes = outcomes.extended(added) if isinstance(outcomes, KeptOutcomes) else outcomes + [""] * added
-    scan = _Scan(bulk.keys, low, high, outcomes)
+    scan = _Scan(bulk.keys, low, high, outcomes, blocks=bulk.blocks)
     differ = set(differing(low[:kept], old.low) if low_differ is None else low_differ)
     differ.update(differing(high[:kept], old.high))
     positions = [*sorted(differ), *range(kept, kept + added)]
@@ -602,6 +615,7 @@ def _scan_rows(table: RawTable, old: TableRows, bulk: RowDigests | None) -> _Sca
             wanted.append(len(scan.changed) - 1)
 
     if bulk is not None:
+        scan.blocks = bulk.blocks  # the digests gathered are the bulk's, in its order
         for i, row_id in enumerate(bulk.keys):
             compare(i, row_id, bulk.low[i], bulk.high[i], None)
         raws = bulk.fetch([scan.positions[scan.changed[k][0]] for k in wanted])
@@ -1008,7 +1022,9 @@ def _check_new_edges(conn: Connection, out: Plan) -> None:
 def _rows_of(scan: _Scan) -> TableRows:
     from vedana.stores.sync_rows import TableRows
 
-    return TableRows(scan.keys, scan.low, scan.high, scan.outcomes, scan.patched, stored=scan.stored)
+    return TableRows(
+        scan.keys, scan.low, scan.high, scan.outcomes, scan.patched, stored=scan.stored, blocks=scan.blocks
+    )
 
 
 def apply_reading(report: SyncReport, summary: dict[str, Any], delta: dict[tuple[str, str], int]) -> None:

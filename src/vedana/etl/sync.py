@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
     from vedana.config import Settings
     from vedana.datamodel import DataModel
+    from vedana.sources.base import KeptLines
 
 __all__ = ["SyncReport", "sync"]
 
@@ -126,9 +127,8 @@ def sync(
                         rows_source, fetch = refresh_mirror(engine, data_source, full=full)
                         report.grist_fetch = fetch
                     with engine.begin() as conn, cyclic_gc_paused():
-                        if not full:
-                            _hash_ahead(conn, rows_source)
-                        _sync_into(conn, model_source, rows_source, report, progress, full=full)
+                        lines = None if full else _hash_ahead(conn, rows_source)
+                        _sync_into(conn, model_source, rows_source, report, progress, full=full, lines=lines)
                         # What a source could not carry (the CSV export's lost columns), said once.
                         report.notes += [n for s in sources for n in getattr(s, "notes", ())]
                         report.findings = findings_of(model_source, rows_source)
@@ -145,16 +145,21 @@ def sync(
             source.close()
 
 
-def _hash_ahead(conn: Connection, source: Source | None) -> None:
+def _hash_ahead(conn: Connection, source: Source | None) -> dict[str, KeptLines] | None:
     """A re-sync starts by checksumming every row: a source that can do that on a thread of its
-    own starts now, while the sync reads what it needs from Postgres. Not for a first sync: its
-    reading hashes each file as it goes, and holding every file's digests from the start would
-    raise its peak memory."""
-    from vedana.stores.sync_rows import rows_kept_for
+    own starts now, with what the last sync kept of its files' lines to check them against,
+    while the sync reads the rest from Postgres. Not for a first sync: its reading hashes each
+    file as it goes, and holding every file's digests from the start would raise its peak
+    memory. Returns what was kept, for `load_rows` not to read it again."""
+    from vedana.stores.sync_rows import kept_lines
 
     prefetch = getattr(source, "prefetch_digests", None)
-    if source is not None and prefetch is not None and rows_kept_for(conn, source.describe()):
-        prefetch()
+    if source is None or prefetch is None:
+        return None
+    lines = kept_lines(conn, source.describe())
+    if lines is not None:
+        prefetch(lines)
+    return lines
 
 
 def strict_failure(warnings: list[str]) -> str:
@@ -233,7 +238,10 @@ def _sync_into(
     progress: ProgressCallback,
     *,
     full: bool = False,
+    lines: dict[str, KeptLines] | None = None,
 ) -> None:
+    """Sync the model (and the data, when there is a source of it) into staging, on the
+    incremental path when it applies (`lines`: what `_hash_ahead` read of the kept CSV lines)."""
     from vedana.stores.staging import mark_staged_by, save_data_model, stored_data_model_is
 
     progress("data model", 0, None)
@@ -267,7 +275,7 @@ def _sync_into(
     source_key = data_source.describe()
     if not full:
         try:
-            _sync_changed_rows(conn, dm, plan, report, source_key, sig, progress)
+            _sync_changed_rows(conn, dm, plan, report, source_key, sig, progress, lines)
             return
         except FullSync as why:
             reason = str(why)
@@ -313,11 +321,12 @@ def _sync_changed_rows(
     source_key: str,
     sig: str,
     progress: ProgressCallback,
+    lines: dict[str, KeptLines] | None = None,
 ) -> None:
     """The incremental path (`etl/resync.py`); raises `FullSync` when it does not apply."""
     from vedana.stores.sync_rows import load_rows
 
-    summary, stored = load_rows(conn, source_key)
+    summary, stored = load_rows(conn, source_key, lines)
     # Its own normaliser and report: a fallback to the full path starts from scratch.
     normalizer = Normalizer(dm, SyncReport())
     normalizer.prepare(plan)

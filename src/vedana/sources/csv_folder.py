@@ -14,14 +14,21 @@ import csv
 import os
 import zlib
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from itertools import pairwise
+from itertools import accumulate, chain, pairwise
 from pathlib import Path
 from typing import Any
 
 from vedana.errors import SourceError
-from vedana.sources.base import Column, RawTable, RowDigests, files_digest, line_digest
+from vedana.sources.base import (
+    LINE_BLOCK,
+    Column,
+    KeptLines,
+    RawTable,
+    RowDigests,
+    files_digest,
+)
 from vedana.sources.cells import from_text
 from vedana.sources.csv_rows import csv_header, csv_records
 from vedana.sources.findings import SourceFindings
@@ -39,14 +46,18 @@ class CsvFolderSource:
         self._pool: ThreadPoolExecutor | None = None
         self._digesting: dict[Path, Future[RowDigests | None]] = {}
 
-    def prefetch_digests(self) -> None:
+    def prefetch_digests(self, kept: Mapping[str, KeptLines] | None = None) -> None:
         """Start checksumming every file's lines in a thread of its own, for the re-sync about to
-        ask (`RawTable.digests`): meanwhile the sync talks to Postgres (the data model, the rows
-        kept from the last sync), so its waits on the server overlap the hashing (the GIL lets
-        only those overlap: the hashing holds it a call at a time)."""
+        ask (`RawTable.digests`), checking each file against what the last sync `kept` of it (by
+        table name): meanwhile the sync talks to Postgres (the data model, the rest it kept), so
+        its waits on the server overlap the hashing (the GIL lets only those overlap: the
+        hashing holds it a call at a time)."""
         if self._pool is None:
+            kept = kept or {}
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vedana-digests")
-            self._digesting = {p: self._pool.submit(line_digests, p) for p in self._files.values()}
+            self._digesting = {
+                p: self._pool.submit(line_digests, p, kept.get(name)) for name, p in self._files.items()
+            }
 
     def _digests_of(self, path: Path) -> RowDigests | None:
         # Each prefetched result serves one asker (a caller may change the arrays); later ones
@@ -147,77 +158,244 @@ class CsvFolderSource:
             self._pool, self._digesting = None, {}
 
 
-_BLOCK = 1 << 22
+_READ = 1 << 18  # bytes read at a time: memory stays flat; bigger reads measured slower (page faults)
+# Blocks in a row that fail their check before the rest of a file is hashed without checking:
+# lines inserted or removed before them shift every later block off its kept one.
+_MISSES = 4
 
 
-def line_digests(path: Path) -> RowDigests | None:
+def line_digests(path: Path, kept: KeptLines | None = None) -> RowDigests | None:
     """Every line's digest straight from the file's bytes (no lone carriage return, no NUL),
     standing for its record: a sync that read the whole file found each line to be one record
     (`etl/resync.py` trusts the digests only then), and a changed line is parsed on its own, so
-    a quoted field opened on it and closed on the next is found malformed. Checksums over lines
-    run in C, with no per-row Python, so a re-sync of a big file costs little more than reading
-    it. Read a block at a time, so memory stays flat however big the file; each line's length is
-    kept, so the few lines a re-sync wants are read again by offset. None otherwise."""
-    low, high, sizes = array("I"), array("I"), array("I")
-    header = True
-    first = 0  # byte offset of the first record: past the BOM and the header line
-    open_last = False  # the last line has no line break
+    a quoted field opened on it and closed on the next is found malformed. Checksums run in C
+    over whole lines, with no per-row Python. With what the last sync `kept` of the file, a
+    block of lines whose bytes check out keeps its lines' digests, unsplit and unhashed: a
+    re-sync's reading costs little more than the blocks that changed. Each block's place in the
+    file is kept, so the few lines a re-sync wants are read again by offset. None otherwise."""
+    digester = _LineDigester(kept)
     with path.open("rb") as handle:
-        carry = handle.read(len(codecs.BOM_UTF8))
-        if carry == codecs.BOM_UTF8:
-            carry, first = b"", len(codecs.BOM_UTF8)
+        head = handle.read(len(codecs.BOM_UTF8))
+        base = len(head) if head == codecs.BOM_UTF8 else 0  # the file offset of `data[0]`
+        carry = b"" if base else head
+        # One buffer for every read, no bigger than the file, the bytes not taken yet moved to
+        # its front: a new one per read (and another to join the rest to it) cost more than the
+        # checksums here, in page faults.
+        chunk = min(_READ, os.fstat(handle.fileno()).st_size + 1)
+        data = bytearray(chunk)
         while True:
-            block = handle.read(_BLOCK)
-            data = carry + block
-            if b"\x00" in data:  # NULs to remove and count: the whole reading does that
+            if len(data) < len(carry) + chunk:
+                data = bytearray(len(carry) + chunk)
+            data[: len(carry)] = carry
+            got = handle.readinto(memoryview(data)[len(carry) : len(carry) + chunk])
+            size = len(carry) + got
+            if data.find(b"\x00", 0, size) >= 0:  # NULs to remove and count: the whole reading does that
                 return None
-            lone = data.count(b"\r") - data.count(b"\r\n") if b"\r" in data else 0
-            if lone and lone != (bool(block) and data.endswith(b"\r")):
-                return None
-            lines = data.split(b"\n")
-            carry = lines.pop() if block else b""
-            if not block and lines and lines[-1] == b"":
-                lines.pop()
-            if header and lines:
-                first += len(lines[0]) + 1
-                del lines[0]
-                header = False
-            low.extend(map(zlib.crc32, lines))
-            high.extend(map(zlib.adler32, lines))
-            sizes.extend(map(len, lines))
-            if not block:
-                open_last = bool(lines) and not data.endswith(b"\n")  # no line break at the end
+            if data.find(b"\r", 0, size) >= 0:
+                lone = data.count(b"\r", 0, size) - data.count(b"\r\n", 0, size)
+                if lone != (bool(got) and data[size - 1] == ord("\r")):
+                    return None
+            used = digester.feed(data, size, base, eof=not got)
+            if not got:
                 break
+            carry, base = bytes(data[used:size]), base + used
+    low, high, starts, end, open_last = (
+        digester.low,
+        digester.high,
+        digester.starts,
+        digester.end,
+        digester.open_last,
+    )
     return RowDigests(
         keys=array("q", range(1, len(low) + 1)),
         low=low,
         high=high,
-        fetch=lambda positions: _records_at(path, positions, first, sizes, open_last, (low, high)),
+        fetch=lambda positions: _records_at(path, positions, starts, end, open_last, (low, high)),
+        blocks=digester.blocks,
     )
 
 
+class _LineDigester:
+    """`line_digests`' reading: the file's bytes a read at a time, its lines taken a block of
+    `LINE_BLOCK` at a time (blocks never straddle reads, so they line up with the kept ones).
+
+    While blocks are checked against the kept ones, the digests and block checksums start as
+    copies of the kept ones and a block that fails its check is hashed over them, so a block
+    that checks out costs two checksums and no Python per line."""
+
+    def __init__(self, kept: KeptLines | None) -> None:
+        self.checkable = kept.usable_blocks() if kept is not None else 0  # blocks left to check
+        if kept is not None and self.checkable:
+            lines = self.checkable * LINE_BLOCK
+            self.kept_blocks = kept.blocks.tolist()
+            self.low, self.high = kept.low[:lines], kept.high[:lines]
+            self.blocks = kept.blocks[: 3 * self.checkable]
+        else:
+            self.kept_blocks = []
+            self.low, self.high = array("I"), array("I")
+            self.blocks = array("I")  # crc32, adler32, byte length of each whole block
+        self.misses = 0
+        self.done = 0  # blocks taken so far (while checking, `low` holds more: the kept lines)
+        self.starts = array("q")  # the file offset of each block's first line, the last too
+        self.end = 0  # the file offset past the last line
+        self.open_last = False  # the last line has no line break
+        self.header = True
+
+    def feed(self, data: bytearray, size_of: int, base: int, *, eof: bool) -> int:
+        """Take the lines of the first `size_of` bytes of `data` (at file offset `base`) a block
+        at a time; how many bytes were taken (the rest comes again, ahead of the next read). At
+        the end of the file the lines left are taken too, a last block of fewer lines."""
+        pos = 0
+        if self.header:
+            line_break = data.find(b"\n", 0, size_of)
+            if line_break < 0:
+                if not eof:
+                    return 0
+                line_break = size_of  # a header and nothing else
+            pos, self.header = line_break + 1, False
+        view = memoryview(data)[:size_of]
+        kept, starts = self.kept_blocks, self.starts
+        crc32, adler32 = zlib.crc32, zlib.adler32
+        while pos < size_of:
+            block = self.done
+            if block >= self.checkable:
+                pos = self._hash_rest(view, pos, base, eof=eof)
+                break
+            crc, adler, size = kept[3 * block : 3 * block + 3]
+            if pos + size <= size_of:
+                bytes_ = view[pos : pos + size]
+                if crc32(bytes_) == crc and adler32(bytes_) == adler:  # its lines are the kept ones
+                    starts.append(base + pos)
+                    pos += size
+                    self.done += 1
+                    self.misses = 0
+                    continue
+            elif not eof:
+                break  # the block runs into the next read
+            taken = self._hash_block(view, pos, base, size) if self.misses + 1 < _MISSES else None
+            if taken is None and not eof and self.misses + 1 < _MISSES:
+                break  # the changed block runs into the next read
+            if taken is None:  # lines moved, or fewer than a block's lines left: hash the rest
+                self._stop_checking()
+                continue
+            self.misses += 1
+            pos = taken
+        if eof:
+            if self.done < self.checkable:  # the file ends before the kept blocks do
+                self._stop_checking()
+            self.end = base + size_of
+        return pos
+
+    def _stop_checking(self) -> None:
+        """Check no further block: the kept lines past the blocks taken are dropped."""
+        self.checkable = self.done
+        lines = self.done * LINE_BLOCK
+        del self.low[lines:], self.high[lines:], self.blocks[3 * self.done :]
+
+    def _hash_block(self, view: memoryview, pos: int, base: int, size: int) -> int | None:
+        """Hash the block of lines at `pos` over the kept one it stands in for (`size`: the kept
+        one's bytes, roughly this one's); where it ends, or None when the data holds fewer than
+        a block's lines from there."""
+        parts = view[pos : pos + size + _SLACK].tobytes().split(b"\n", LINE_BLOCK)
+        if len(parts) <= LINE_BLOCK:  # a block that grew by more than the slack
+            parts = view[pos:].tobytes().split(b"\n", LINE_BLOCK)
+            if len(parts) <= LINE_BLOCK:
+                return None
+        del parts[LINE_BLOCK:]
+        end = pos + sum(map(len, parts)) + LINE_BLOCK
+        first = self.done * LINE_BLOCK
+        self.low[first : first + LINE_BLOCK] = array("I", map(zlib.crc32, parts))
+        self.high[first : first + LINE_BLOCK] = array("I", map(zlib.adler32, parts))
+        bytes_ = view[pos:end]
+        self.blocks[3 * self.done : 3 * self.done + 3] = array(
+            "I", (zlib.crc32(bytes_), zlib.adler32(bytes_), end - pos)
+        )
+        self.starts.append(base + pos)
+        self.done += 1
+        return end
+
+    def _hash_rest(self, view: memoryview, pos: int, base: int, *, eof: bool) -> int:
+        """Hash every whole block from `pos` on, or at the end of the file every line left;
+        where that leaves off."""
+        lines = view[pos:].tobytes().split(b"\n")
+        tail = lines.pop()  # what follows the last line break: part of a line, or nothing
+        if not eof:
+            del lines[len(lines) - len(lines) % LINE_BLOCK :]
+        elif tail:
+            lines.append(tail)  # the last line, with no line break after it
+            self.open_last = True
+        if not lines:
+            return pos
+        self.low.extend(map(zlib.crc32, lines))
+        self.high.extend(map(zlib.adler32, lines))
+        # Each block's first byte (and the end of the last): its lines and their line breaks.
+        bounds = list(accumulate(map(_PLUS_ONE, map(len, lines)), initial=pos))
+        taken = bounds[-1] - self.open_last
+        bounds = bounds[::LINE_BLOCK]
+        if len(lines) % LINE_BLOCK:
+            bounds.append(taken)
+        self.starts.extend(map(base.__add__, bounds[:-1]))
+        # A block ending in the last line with no line break is not whole: the file may grow there.
+        whole = (len(lines) - self.open_last) // LINE_BLOCK
+        cuts = list(map(view.__getitem__, map(slice, bounds[:whole], bounds[1 : whole + 1])))
+        self.blocks.extend(
+            chain.from_iterable(
+                zip(map(zlib.crc32, cuts), map(zlib.adler32, cuts), map(len, cuts), strict=True)
+            )
+        )
+        self.done += -(-len(lines) // LINE_BLOCK)
+        return taken
+
+
+# Bytes past a kept block's length read to find its lines again when it changed (a block that
+# grew by more is read to the end of the data instead).
+_SLACK = 512
+_PLUS_ONE = (1).__add__  # a line's length and its line break
+
+
 def _records_at(
-    path: Path, positions: list[int], first: int, sizes: array, open_last: bool, digests: tuple[array, array]
+    path: Path, positions: list[int], starts: array, end: int, open_last: bool, digests: tuple[array, array]
 ) -> list[str]:
     """The records at these 0-based positions (ascending), as text, read again from the file
-    at their offsets (its lines are its records, of these lengths, as `line_digests` found). A
-    line read must still be the one checksummed: a file saved again in between fails the sync
-    (which writes nothing) rather than pair one version's digest with another's text."""
+    by the block each is in (blocks of `LINE_BLOCK` lines starting at `starts`, the last one
+    ending at `end`, as `line_digests` found them). Every line of a block read must still be
+    the one checksummed: a file saved again in between fails the sync (which writes nothing)
+    rather than pair one version's digests with another's text."""
     if any(a > b for a, b in pairwise(positions)):
         raise ValueError("positions must ascend")
     found: list[str] = []
-    last = len(sizes) - 1
+    low, high = digests
+    last = len(low) - 1
     with path.open("rb") as handle:
-        at, done = first, 0  # the byte offset of line `done`
+        open_block, lines = -1, list[bytes]()
         for position in positions:
-            at += sum(sizes[done:position]) + (position - done)  # each line and its line break
-            done = position
-            line = os.pread(handle.fileno(), sizes[position], at)
-            if line_digest(line) != (digests[0][position], digests[1][position]):
-                raise SourceError(f"{path} changed while the sync was reading it; run the sync again")
+            block = position // LINE_BLOCK
+            if block != open_block:
+                read = _block_lines(handle.fileno(), block, starts, end, low, high)
+                if read is None:
+                    raise SourceError(f"{path} changed while the sync was reading it; run the sync again")
+                open_block, lines = block, read
             try:
-                text = line.decode("utf-8")
+                text = lines[position - block * LINE_BLOCK].decode("utf-8")
             except UnicodeDecodeError:
                 raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
             found.append(text if open_last and position == last else text + "\n")
     return found
+
+
+def _block_lines(fd: int, block: int, starts: array, end: int, low: array, high: array) -> list[bytes] | None:
+    """The lines of block `block` read from the file, None unless they are the lines digested."""
+    start = starts[block]
+    stop = starts[block + 1] if block + 1 < len(starts) else end
+    first = block * LINE_BLOCK
+    count = min(LINE_BLOCK, len(low) - first)
+    lines = os.pread(fd, stop - start, start).split(b"\n")
+    if len(lines) == count + 1 and lines[-1] == b"":
+        lines.pop()  # after the block's last line break
+    if len(lines) != count:
+        return None
+    same = (
+        list(map(zlib.crc32, lines)) == low[first : first + count].tolist()
+        and list(map(zlib.adler32, lines)) == high[first : first + count].tolist()
+    )
+    return lines if same else None

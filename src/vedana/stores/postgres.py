@@ -147,6 +147,13 @@ def _m014_sync_rows_storage(conn: Connection) -> None:
     )
 
 
+@migration(15, "sync rows keep CSV block checksums")
+def _m015_sync_rows_blocks(conn: Connection) -> None:
+    # Tables made before the column was; `create_all` gives it to new ones.
+    conn.exec_driver_sql("ALTER TABLE sync_rows ADD COLUMN IF NOT EXISTS line_blocks bytea")
+    conn.exec_driver_sql("ALTER TABLE sync_rows ALTER COLUMN line_blocks SET STORAGE EXTERNAL")
+
+
 SCHEMA_LOCK_KEY = 0x7665_6461  # "veda": serialises concurrent first runs creating the schema
 
 

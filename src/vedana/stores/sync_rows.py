@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Self
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from vedana.sources.base import KeptLines
+
 STATE_KEY = "sync.rows"
 _ROW_SEPARATOR = "\x1d"
 # Between packed runs as stored, so a re-sync can hold the runs as they are (one string each)
@@ -196,6 +198,9 @@ class TableRows:
     # file that grew at its end): the save adds those rows to the fields rather than packing
     # every row anew. None: the fields hold every row but the patched.
     stored: int | None = None
+    # A CSV file's block checksums as read this time (`sources.base.KeptLines`), stored whole at
+    # every save (a few bytes a row); None for other sources.
+    blocks: array | None = None
 
 
 def pack_outcomes(outcomes: list[str]) -> str:
@@ -213,21 +218,51 @@ _PATCH_SHARE = 8
 _INLINE = 16 << 20
 
 
-def rows_kept_for(conn: Connection, source: str) -> bool:
-    """Whether the last data sync kept its rows, and of this source (a re-sync can use them)."""
+def kept_lines(conn: Connection, source: str) -> dict[str, KeptLines] | None:
+    """Of each table of `source` read from a CSV file, what the last sync kept of its lines
+    (each line's digest, as patched since, and the file's block checksums), for a re-sync to
+    check the file against before the rest is loaded (`load_rows(lines=)`); None when no rows
+    are kept for `source`."""
+    from vedana.sources.base import KeptLines
     from vedana.stores.staging import get_state
 
     summary = get_state(conn, STATE_KEY)
-    return bool(summary) and summary.get("source") == source
+    if not summary or summary.get("source") != source:
+        return None
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    with driver.cursor(binary=True) as cursor:
+        found = cursor.execute(
+            "SELECT table_name, octet_length(row_keys), digests, line_blocks, patch FROM sync_rows"
+            " WHERE source = %s AND line_blocks IS NOT NULL",
+            (source,),
+        ).fetchall()
+    lines = {}
+    for name, key_bytes, digests, stored_blocks, patch in found:
+        halves, blocks = array("I"), array("I")
+        halves.frombytes(bytes(digests))
+        blocks.frombytes(bytes(stored_blocks))
+        n = key_bytes // array("q").itemsize
+        if len(halves) != 2 * n:  # not what this code stores: checked by nothing
+            continue
+        low, high = halves[:n], halves[n:]
+        for position, patched_low, patched_high, _ in json.loads(patch) if patch else ():
+            low[position], high[position] = patched_low, patched_high
+        lines[name] = KeptLines(low, high, blocks)
+    return lines
 
 
-def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dict[str, TableRows]]:
-    """The stored summary and rows of `source`, or (None, {}) when none are kept for it."""
+def load_rows(
+    conn: Connection, source: str, lines: dict[str, KeptLines] | None = None
+) -> tuple[dict[str, Any] | None, dict[str, TableRows]]:
+    """The stored summary and rows of `source`, or (None, {}) when none are kept for it. The
+    digests of the tables in `lines` (`kept_lines`, read in this transaction) are not read again."""
     from vedana.stores.staging import get_state
 
     summary = get_state(conn, STATE_KEY)
     if not summary or summary.get("source") != source:
         return None, {}
+    lines = lines or {}
     tables: dict[str, TableRows] = {}
     driver = conn.connection.driver_connection  # same transaction; binary results: bytea as is, not hex
     assert driver is not None
@@ -235,28 +270,33 @@ def load_rows(conn: Connection, source: str) -> tuple[dict[str, Any] | None, dic
         # Fields up to _INLINE come whole (one round trip; split into runs here), bigger ones
         # split into runs by Postgres and streamed (`_stored_runs`).
         found = cursor.execute(
-            "SELECT table_name, row_keys, digests, patch,"
+            "SELECT table_name, row_keys, CASE WHEN NOT table_name = ANY(%s) THEN digests END, patch,"
             " CASE WHEN octet_length(outcomes) <= %s THEN outcomes END FROM sync_rows WHERE source = %s",
-            (_INLINE, source),
+            (list(lines), _INLINE, source),
         ).fetchall()
     big = [name for name, *_, outcomes in found if outcomes is None]
     runs = _stored_runs(driver, source, big) if big else {}
     for name, keys, digests, patch, outcomes in found:
         packed = array("q")
         packed.frombytes(bytes(keys))
-        halves = array("I")
-        halves.frombytes(bytes(digests))
         n = len(packed)
+        if digests is None:
+            low, high = lines[name].low, lines[name].high  # patched already
+        else:
+            halves = array("I")
+            halves.frombytes(bytes(digests))
+            low, high = halves[:n], halves[n:]
         if outcomes is not None:
             kept = PackedOutcomes.stored(outcomes, n)
         else:  # a single row's empty outcome is an empty field, which Postgres splits into no runs
             kept = PackedOutcomes.runs_of((runs.get(name) or [""]) if n else [])
-        if len(kept) != n:  # not what this code stores: a re-sync cannot build on it
+        if len(kept) != n or len(low) != n or len(high) != n:  # not what this code stores
             return None, {}
-        rows = TableRows(packed, halves[:n], halves[n:], kept)
+        rows = TableRows(packed, low, high, kept)
         rows.patched = set()
-        for position, low, high, outcome in json.loads(patch) if patch else ():
-            rows.low[position], rows.high[position] = low, high
+        for position, patched_low, patched_high, outcome in json.loads(patch) if patch else ():
+            if digests is not None:
+                rows.low[position], rows.high[position] = patched_low, patched_high
             rows.outcomes[position] = outcome
             rows.patched.add(position)
         if kept.oversized():  # stored whole, before runs were: the next save cuts it into runs
@@ -298,7 +338,8 @@ def save_rows(conn: Connection, source: str, summary: dict[str, Any], tables: di
         patch = json.dumps([(i, rows.low[i], rows.high[i], rows.outcomes[i]) for i in sorted(rows.patched)])
         if stored == len(rows.keys):
             conn.exec_driver_sql(
-                "UPDATE sync_rows SET patch = %s WHERE source = %s AND table_name = %s", (patch, source, name)
+                "UPDATE sync_rows SET patch = %s, line_blocks = %s WHERE source = %s AND table_name = %s",
+                (patch, _blocks(rows), source, name),
             )
         else:
             _add_rows(conn, source, name, rows, stored, patch)
@@ -324,7 +365,7 @@ def _add_rows(conn: Connection, source: str, name: str, rows: TableRows, stored:
         "UPDATE sync_rows SET row_keys = row_keys || %(keys)s,"
         " digests = substring(digests FROM 1 FOR %(low_bytes)s) || %(low)s"
         " || substring(digests FROM %(low_bytes)s + 1) || %(high)s,"
-        " outcomes = outcomes || %(outcomes)s, patch = %(patch)s"
+        " outcomes = outcomes || %(outcomes)s, patch = %(patch)s, line_blocks = %(blocks)s"
         " WHERE source = %(source)s AND table_name = %(name)s",
         {
             "keys": rows.keys[stored:].tobytes(),
@@ -333,15 +374,21 @@ def _add_rows(conn: Connection, source: str, name: str, rows: TableRows, stored:
             "low_bytes": low_bytes,
             "outcomes": _RUN_SEPARATOR + _RUN_SEPARATOR.join(runs),
             "patch": patch,
+            "blocks": _blocks(rows),
             "source": source,
             "name": name,
         },
     )
 
 
+def _blocks(rows: TableRows) -> bytes | None:
+    return rows.blocks.tobytes() if rows.blocks is not None else None
+
+
 # COPY's binary format, written by hand so the outcomes field can go out a slice at a time.
 _SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 _TRAILER = struct.pack("!h", -1)
+_NULL = struct.pack("!i", -1)  # a field's length: none
 
 
 def _runs(rows: TableRows) -> Iterator[str]:
@@ -371,7 +418,8 @@ def _copy_packed(conn: Connection, source: str, tables: dict[str, TableRows]) ->
     with (
         driver.cursor() as cursor,
         cursor.copy(
-            "COPY sync_rows (source, table_name, row_keys, digests, outcomes) FROM STDIN (FORMAT BINARY)"
+            "COPY sync_rows (source, table_name, row_keys, digests, outcomes, line_blocks)"
+            " FROM STDIN (FORMAT BINARY)"
         ) as copy,
     ):
         copy.write(_SIGNATURE)
@@ -383,7 +431,7 @@ def _copy_packed(conn: Connection, source: str, tables: dict[str, TableRows]) ->
                 size += len(text) if text.isascii() else len(text.encode())
             size += len(separator) * max(count - 1, 0)
             keys, low, high = (memoryview(a).cast("B") for a in (rows.keys, rows.low, rows.high))
-            copy.write(struct.pack("!h", 5) + _field(source.encode()) + _field(name.encode()))
+            copy.write(struct.pack("!h", 6) + _field(source.encode()) + _field(name.encode()))
             copy.write(struct.pack("!i", keys.nbytes))
             copy.write(keys)  # the arrays as they are, not copied to bytes first
             copy.write(struct.pack("!i", low.nbytes + high.nbytes))  # digests: low halves, then high
@@ -394,6 +442,8 @@ def _copy_packed(conn: Connection, source: str, tables: dict[str, TableRows]) ->
                 if k:
                     copy.write(separator)
                 copy.write(text.encode())
+            blocks = _blocks(rows)
+            copy.write(_NULL if blocks is None else _field(blocks))
         copy.write(_TRAILER)
 
 

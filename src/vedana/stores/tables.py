@@ -169,6 +169,7 @@ sync_rows = Table(
     Column("digests", LargeBinary, nullable=False),
     Column("outcomes", Text, nullable=False),
     Column("patch", Text),  # JSON [[position, low, high, outcome], ...] over the packed rows
+    Column("line_blocks", LargeBinary),  # a CSV file's block checksums (`sources.base.KeptLines`)
     PrimaryKeyConstraint("source", "table_name"),
 )
 

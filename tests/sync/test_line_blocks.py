@@ -1,0 +1,160 @@
+"""A CSV file read against what the last sync kept of it (`csv_folder.line_digests(kept=)`):
+blocks of lines whose bytes check out keep their kept digests unhashed, and every other line
+is hashed, so the result is the file's digests whatever changed, moved, grew or shrank."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import zlib
+from array import array
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from bench.edit import edit_csv_folder
+from bench.generate import generate
+from support.sync_kb import blank_staging
+from vedana.config import Settings
+from vedana.sources import csv_folder
+from vedana.sources.base import LINE_BLOCK, KeptLines
+from vedana.sources.csv_folder import line_digests
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("blocks") / "kb"
+    generate("people", 600, 11, out, "csv")
+    return out
+
+
+def _expected(content: bytes) -> tuple[list[int], list[int], list[bytes]]:
+    """Each data line's CRC-32 and Adler-32 and its bytes, worked out the plain way."""
+    if content.startswith(b"\xef\xbb\xbf"):
+        content = content[3:]
+    lines = content.split(b"\n")[1:]  # past the header
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return [zlib.crc32(x) for x in lines], [zlib.adler32(x) for x in lines], lines
+
+
+def _kept(path: Path) -> KeptLines:
+    found = line_digests(path)
+    assert found is not None and found.blocks is not None
+    return KeptLines(found.low, found.high, found.blocks)
+
+
+def _edited(rnd: random.Random, body: list[str]) -> list[str]:
+    body = list(body)
+    for _ in range(rnd.randint(0, 6)):
+        op = rnd.random()
+        if op < 0.45 and body:
+            body[rnd.randrange(len(body))] += "y"
+        elif op < 0.6:
+            body.insert(rnd.randint(0, len(body)), "new,z")
+        elif op < 0.75 and body:
+            del body[rnd.randrange(len(body))]
+        elif op < 0.88:
+            body += ["tail,q"] * rnd.randint(1, 40)
+        elif op < 0.94:
+            del body[rnd.randint(0, len(body)) :]
+        else:
+            body = body[rnd.randint(0, len(body)) :]
+    return body
+
+
+def _file(rnd: random.Random, header: str, body: list[str]) -> bytes:
+    text = "\n".join([header, *body]) + rnd.choice(["\n", ""])
+    if rnd.random() < 0.15:
+        text = text.replace("\n", "\r\n")
+    return text.encode()
+
+
+def test_a_file_read_against_its_kept_blocks_gives_its_own_digests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rnd = random.Random(20261126)
+    path = tmp_path / "Anchor_person.csv"
+    checked = 0
+    for trial in range(300):
+        # Reads as small as a few bytes make blocks and lines straddle them.
+        monkeypatch.setattr(csv_folder, "_READ", rnd.choice([5, 64, 1000, 1 << 18]))
+        header = rnd.choice(["id,name", "\ufeffid,name"])
+        size = rnd.choice([0, 1, LINE_BLOCK - 1, LINE_BLOCK, LINE_BLOCK + 1, 3 * LINE_BLOCK, 200])
+        body = [f"{i},{'x' * rnd.randint(0, 30)}" for i in range(size)]
+        path.write_bytes(_file(rnd, header, body))
+        kept = _kept(path)
+        content = _file(rnd, header, _edited(rnd, body))
+        path.write_bytes(content)
+
+        found = line_digests(path, kept)
+        low, high, lines = _expected(content)
+        assert found is not None
+        assert (found.low.tolist(), found.high.tolist()) == (low, high), trial
+        assert found.keys.tolist() == list(range(1, len(lines) + 1))
+        fresh = line_digests(path)
+        assert fresh is not None and found.blocks == fresh.blocks, trial  # kept for the next one
+        picked = sorted(rnd.sample(range(len(lines)), min(len(lines), 5)))
+        texts = found.fetch(picked)
+        assert [t.rstrip("\n") for t in texts] == [lines[i].decode() for i in picked], trial
+        checked += len(lines) >= LINE_BLOCK
+    assert checked > 100
+
+
+def test_a_block_that_checks_out_is_not_hashed_again(tmp_path: Path) -> None:
+    """The trust is in the block's checksums: the lines of a block whose bytes match keep the
+    kept digests as they are (here deliberately not the lines' own), while a block that does
+    not match is hashed line by line."""
+    path = tmp_path / "Link_person_has_interest.csv"
+    body = [f"p{i},i{i}" for i in range(3 * LINE_BLOCK)]
+    path.write_bytes(("a,b\n" + "\n".join(body) + "\n").encode())
+    kept = _kept(path)
+    marked = KeptLines(array("I", [7] * len(kept.low)), array("I", [9] * len(kept.high)), kept.blocks)
+    body[LINE_BLOCK + 3] = "changed,line"
+    content = ("a,b\n" + "\n".join(body) + "\n").encode()
+    path.write_bytes(content)
+
+    found = line_digests(path, marked)
+    low, high, _ = _expected(content)
+    assert found is not None
+    second = slice(LINE_BLOCK, 2 * LINE_BLOCK)
+    assert found.low[:LINE_BLOCK].tolist() == [7] * LINE_BLOCK  # checked out: kept as is
+    assert found.low[2 * LINE_BLOCK :].tolist() == [7] * LINE_BLOCK
+    assert (found.low[second].tolist(), found.high[second].tolist()) == (low[second], high[second])
+
+
+def test_kept_blocks_that_do_not_fit_the_kept_lines_are_not_used(tmp_path: Path) -> None:
+    path = tmp_path / "Anchor_city.csv"
+    path.write_bytes(("id\n" + "".join(f"c{i}\n" for i in range(2 * LINE_BLOCK))).encode())
+    kept = _kept(path)
+    short = KeptLines(kept.low[:LINE_BLOCK], kept.high[:LINE_BLOCK], kept.blocks)
+    assert short.usable_blocks() == 0
+    found = line_digests(path, short)
+    assert found is not None and found.low == kept.low and found.high == kept.high
+
+
+def test_a_sync_keeps_each_files_blocks_and_the_next_one_reads_them(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
+) -> None:
+    """A full sync stores the block checksums beside the rows; an incremental one replaces them
+    with its reading's, which is what a fresh reading of the files gives."""
+    from vedana.etl.sync import sync
+    from vedana.stores.sync_rows import kept_lines
+
+    blank_staging(pg_engine)
+    work = tmp_path / "kb"
+    shutil.copytree(kb, work)
+    source = f"CSV folder {work / 'data'}"
+    sync(settings, data_model=work / "model", data=work / "data")
+    for _ in range(2):
+        edit_csv_folder(work / "data", "people", 0.05)
+        report = sync(settings, data_model=work / "model", data=work / "data")
+        assert all(p.startswith("incremental: ") for p in report.paths.values())
+        with pg_engine.connect() as conn:
+            lines = kept_lines(conn, source)
+        assert lines is not None and set(lines) == set(report.paths)
+        for name, kept in lines.items():
+            fresh = line_digests(work / "data" / f"{name}.csv")
+            assert fresh is not None
+            assert (kept.low, kept.high, kept.blocks) == (fresh.low, fresh.high, fresh.blocks), name
