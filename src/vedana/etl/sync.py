@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,11 +53,12 @@ from vedana.stores.staging_write import Counts, StagingWriter
 from vedana.stores.sync_rows import save_rows
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
+    from sqlalchemy import Connection, Engine
 
     from vedana.config import Settings
     from vedana.datamodel import DataModel
     from vedana.sources.base import KeptLines
+    from vedana.stores.sync_rows import TableRows
 
 __all__ = ["SyncReport", "sync"]
 
@@ -126,9 +128,10 @@ def sync(
                         progress("fetch from Grist", 0, None)
                         rows_source, fetch = refresh_mirror(engine, data_source, full=full)
                         report.grist_fetch = fetch
-                    with engine.begin() as conn, cyclic_gc_paused():
-                        lines = None if full else _hash_ahead(conn, rows_source)
-                        _sync_into(conn, model_source, rows_source, report, progress, full=full, lines=lines)
+                    with engine.begin() as conn, cyclic_gc_paused(), _RowsAhead() as ahead:
+                        if not full and rows_source is not None:
+                            ahead.start(engine, rows_source.describe(), _hash_ahead(conn, rows_source))
+                        _sync_into(conn, model_source, rows_source, report, progress, full=full, kept=ahead)
                         # What a source could not carry (the CSV export's lost columns), said once.
                         report.notes += [n for s in sources for n in getattr(s, "notes", ())]
                         report.findings = findings_of(model_source, rows_source)
@@ -145,7 +148,7 @@ def sync(
             source.close()
 
 
-def _hash_ahead(conn: Connection, source: Source | None) -> dict[str, KeptLines] | None:
+def _hash_ahead(conn: Connection, source: Source) -> dict[str, KeptLines] | None:
     """A re-sync starts by checksumming every row: a source that can do that on a thread of its
     own starts now, with what the last sync kept of its files' lines to check them against,
     while the sync reads the rest from Postgres. Not for a first sync: its reading hashes each
@@ -154,12 +157,48 @@ def _hash_ahead(conn: Connection, source: Source | None) -> dict[str, KeptLines]
     from vedana.stores.sync_rows import kept_lines
 
     prefetch = getattr(source, "prefetch_digests", None)
-    if source is None or prefetch is None:
+    if prefetch is None:
         return None
     lines = kept_lines(conn, source.describe())
     if lines is not None:
         prefetch(lines)
     return lines
+
+
+class _RowsAhead:
+    """What the last sync kept of every row (`load_rows`), read on a connection and a thread of
+    their own while the sync reads the data model and plans: the transfer (megabytes at 100k
+    rows) waits on the server and the socket, which the GIL lets overlap. Safe outside the
+    sync's transaction: the writer lock keeps every other sync from changing the rows kept."""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+        self._future: Future[tuple[dict[str, Any] | None, dict[str, TableRows]]] | None = None
+
+    def __enter__(self) -> _RowsAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def start(self, engine: Engine, source: str, lines: dict[str, KeptLines] | None) -> None:
+        """Read the rows kept of `source` (but for the digests in `lines`, read already)."""
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vedana-kept-rows")
+        self._future = self._pool.submit(_load_rows_apart, engine, source, lines)
+
+    def result(self) -> tuple[dict[str, Any] | None, dict[str, TableRows]] | None:
+        """The rows read ahead, or None when none were (then read them on the sync's own)."""
+        return self._future.result() if self._future is not None else None
+
+
+def _load_rows_apart(
+    engine: Engine, source: str, lines: dict[str, KeptLines] | None
+) -> tuple[dict[str, Any] | None, dict[str, TableRows]]:
+    from vedana.stores.sync_rows import load_rows
+
+    with engine.connect() as conn:
+        return load_rows(conn, source, lines)
 
 
 def strict_failure(warnings: list[str]) -> str:
@@ -238,10 +277,10 @@ def _sync_into(
     progress: ProgressCallback,
     *,
     full: bool = False,
-    lines: dict[str, KeptLines] | None = None,
+    kept: _RowsAhead | None = None,
 ) -> None:
     """Sync the model (and the data, when there is a source of it) into staging, on the
-    incremental path when it applies (`lines`: what `_hash_ahead` read of the kept CSV lines)."""
+    incremental path when it applies (`kept`: the last sync's rows, being read ahead)."""
     from vedana.stores.staging import mark_staged_by, save_data_model, stored_data_model_is
 
     progress("data model", 0, None)
@@ -275,7 +314,7 @@ def _sync_into(
     source_key = data_source.describe()
     if not full:
         try:
-            _sync_changed_rows(conn, dm, plan, report, source_key, sig, progress, lines)
+            _sync_changed_rows(conn, dm, plan, report, source_key, sig, progress, kept)
             return
         except FullSync as why:
             reason = str(why)
@@ -321,12 +360,13 @@ def _sync_changed_rows(
     source_key: str,
     sig: str,
     progress: ProgressCallback,
-    lines: dict[str, KeptLines] | None = None,
+    kept: _RowsAhead | None = None,
 ) -> None:
     """The incremental path (`etl/resync.py`); raises `FullSync` when it does not apply."""
     from vedana.stores.sync_rows import load_rows
 
-    summary, stored = load_rows(conn, source_key, lines)
+    ahead = kept.result() if kept is not None else None
+    summary, stored = ahead if ahead is not None else load_rows(conn, source_key)
     # Its own normaliser and report: a fallback to the full path starts from scratch.
     normalizer = Normalizer(dm, SyncReport())
     normalizer.prepare(plan)
