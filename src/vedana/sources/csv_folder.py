@@ -227,11 +227,11 @@ class _LineDigester:
         self.checkable = kept.usable_blocks() if kept is not None else 0  # blocks left to check
         if kept is not None and self.checkable:
             lines = self.checkable * LINE_BLOCK
-            self.kept_blocks = kept.blocks.tolist()
+            self.kept_blocks = kept.blocks
             self.low, self.high = kept.low[:lines], kept.high[:lines]
             self.blocks = kept.blocks[: 3 * self.checkable]
         else:
-            self.kept_blocks = []
+            self.kept_blocks = array("I")
             self.low, self.high = array("I"), array("I")
             self.blocks = array("I")  # crc32, adler32, byte length of each whole block
         self.misses = 0
@@ -261,7 +261,8 @@ class _LineDigester:
             if block >= self.checkable:
                 pos = self._hash_rest(view, pos, base, eof=eof)
                 break
-            crc, adler, size = kept[3 * block : 3 * block + 3]
+            at = 3 * block
+            crc, adler, size = kept[at], kept[at + 1], kept[at + 2]
             if pos + size <= size_of:
                 bytes_ = view[pos : pos + size]
                 if crc32(bytes_) == crc and adler32(bytes_) == adler:  # its lines are the kept ones
