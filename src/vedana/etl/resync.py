@@ -261,7 +261,7 @@ class Recorder:
 
 
 def _sound_links(outcomes: list[str]) -> bool:
-    """Each link outcome is "<sentence>␞<id>␞<id>" (or ""): a separator or a control character
+    """Each link outcome is "<link's place in the model>␞<id>␞<id>" (or ""): a separator or a control character
     inside an id would garble it, so then nothing recorded is trusted."""
     joined = "".join(outcomes)
     made = len(outcomes) - outcomes.count("")
@@ -741,10 +741,13 @@ def _take_out(
             text = old.outcomes[i]
             if not text:
                 raise FullSync(f"{table.name}: a changed row had been skipped or had cell errors")
-            sentence, a, b = text.split(_SEP)
-            link = normalizer._links[sentence.lower()]
-            contributors.setdefault(sentence, Counter())[table.name] -= 1
-            delta["edge", sentence] -= 1
+            code, a, b = text.split(_SEP)
+            try:  # the link's place in the model, the last sync's (`signature` says so)
+                link = normalizer.links_in_order[int(code)]
+            except (ValueError, IndexError):
+                raise FullSync(f"{table.name}: the rows recorded by the last sync do not read back") from None
+            contributors.setdefault(link.sentence, Counter())[table.name] -= 1
+            delta["edge", link.sentence] -= 1
             _keys(out.old_edges, link, link.anchor1, a, link.anchor2, b)
 
 

@@ -66,7 +66,9 @@ ProgressCallback = Callable[[str, int, "int | None"], None]
 
 STATE_KEY = "sync.grist_states"
 # Bump when normalisation changes, so an unchanged Grist document is still read again once.
-NORMALIZE_VERSION = 2  # 2: floats with an exponent written positionally (jsonb kept 1e20 as an integer)
+# 2: floats with an exponent written positionally (jsonb kept 1e20 as an integer); 3: a link-table
+# row's recorded outcome names its link by place in the model, not by sentence.
+NORMALIZE_VERSION = 3
 _PROGRESS_EVERY = 500
 
 
