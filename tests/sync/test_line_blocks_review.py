@@ -531,3 +531,22 @@ def test_readings_in_a_row_each_against_the_last_ones_blocks(
             kept = KeptLines(found.low, found.high, found.blocks)
             checked += len(lines) >= LINE_BLOCK
     assert checked > 200
+
+
+def _header(name: str, fn: Callable[[bytes], bytes]) -> Edit:
+    return _whole(name, lambda bom, header, lines, closed: (bom, fn(header), lines, closed))
+
+
+def test_a_header_that_changes_only_its_width_resyncs_as_full(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
+) -> None:
+    """A column without a name, or a name repeated, is no column of the table, but it is one of
+    the header's fields: every line with one field fewer is now malformed (a whole reading
+    skips it), though no line changed. The re-sync must not keep those rows."""
+    edits = [
+        _header("Anchor_interest.csv", lambda h: h + b","),  # an unnamed column: 20 malformed rows
+        _header("Anchor_interest.csv", lambda h: h[:-1]),  # and back
+        _header("Anchor_city.csv", lambda h: h + b",city_name"),  # a name repeated
+        _header("Anchor_city.csv", lambda h: h.rsplit(b",", 1)[0]),
+    ]
+    _chain_ends_as_full_ones(settings, pg_engine, kb, tmp_path, edits)

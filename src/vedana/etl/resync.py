@@ -281,7 +281,12 @@ def signature(version: int, dm: DataModel, plan: TablePlan) -> str:
     row is normalised again."""
 
     def columns(table: RawTable) -> list[Any]:
-        return [(c.id, c.type, c.visible_col, c.is_formula) for c in table.columns.values()]
+        found: list[Any] = [(c.id, c.type, c.visible_col, c.is_formula) for c in table.columns.values()]
+        # A header wider than its columns (a field unnamed or a name repeated): the unchanged
+        # lines of a file may read as malformed now. Only then, so other signatures stay as they were.
+        if table.header is not None and list(table.header) != list(table.columns):
+            found.append(list(table.header))
+        return found
 
     shape = {
         "version": version,

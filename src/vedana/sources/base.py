@@ -113,6 +113,9 @@ class RawTable:
     # Optional: every row's key and digest at once (`RowDigests`), or None when this table
     # cannot give them that way this time; then `row_digest` of each raw row stands in.
     _digests: Any = field(repr=False, default=None)
+    # Optional: the header's fields as read, unnamed and repeated ones too (a CSV file): its width
+    # decides which lines are malformed, so a change to it is a change to every row.
+    header: tuple[str, ...] | None = None
 
     def rows(self) -> Iterator[tuple[int, dict[str, Any]]]:
         if self._rows is None and self._raw_rows is not None:

@@ -147,6 +147,7 @@ class CsvFolderSource:
             decode=decode,
             decode_columns=decode_columns,
             _digests=lambda: self._digests_of(path),
+            header=tuple(header),
         )
 
     def state(self) -> str | None:
