@@ -582,3 +582,62 @@ def test_files_at_and_around_block_sizes_resync_as_full(
         _grow_back_to(kb, 3 * LINE_BLOCK),
     ]
     _chain_ends_as_full_ones(settings, pg_engine, kb, tmp_path, edits)
+
+
+def _quoted_lines(kb: Path) -> list[int]:
+    """The link lines whose last field is quoted."""
+    _, _, lines, _ = _split((kb / "data" / LINKS).read_bytes())
+    return [i for i, x in enumerate(lines) if x.endswith(b'"')]
+
+
+def test_lines_that_stop_being_records_resync_as_full(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
+) -> None:
+    """An edited line whose quote opens a record over the unchanged lines after it, a line split
+    inside a quoted field, blank rows and an empty line: a changed line's neighbours may read
+    otherwise now, so the re-sync must end as --full does. Then the model's links in another
+    order (a link-table row's outcome names its link by place)."""
+    quoted = _quoted_lines(kb)
+
+    def unclose(lines: list[bytes]) -> list[bytes]:
+        lines[quoted[0]] = lines[quoted[0]][:-1]
+        return lines
+
+    def reclose(lines: list[bytes]) -> list[bytes]:
+        lines[quoted[0]] += b'"'
+        return lines
+
+    def split_quoted(lines: list[bytes]) -> list[bytes]:
+        i = quoted[1]
+        lines[i : i + 1] = [lines[i][:-10], lines[i][-10:]]
+        return lines
+
+    def blank(i: int) -> Callable[[list[bytes]], list[bytes]]:
+        def fn(lines: list[bytes]) -> list[bytes]:
+            lines[i] = b",,,,,"
+            return lines
+
+        return fn
+
+    def links_swapped(data: Path) -> None:
+        path = data.parent / "model" / "Links.csv"
+        with path.open(encoding="utf-8", newline="") as f:
+            rows = list(csv.reader(f))
+        with path.open("w", encoding="utf-8", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows([rows[0], *reversed(rows[1:])])
+
+    edits = [
+        _lines(LINKS, unclose),
+        _lines(LINKS, reclose),
+        _lines(LINKS, blank(20)),
+        _lines(PEOPLE, blank(3)),
+        _lines(LINKS, lambda lines: [*lines[:33], b"", *lines[33:]]),
+        _lines(LINKS, split_quoted),
+        _restore(kb, LINKS),
+        _lines(LINKS, _same_length(2)),
+        links_swapped,
+        _lines(LINKS, _same_length(LINE_BLOCK + 2)),
+        _lines(LINKS, _move_line(5, 60)),
+    ]
+    paths = _chain_ends_as_full_ones(settings, pg_engine, kb, tmp_path, edits)
+    assert any(p.startswith("10 Link_person_has_interest: incremental") for p in paths), paths
