@@ -158,3 +158,10 @@ def test_a_sync_keeps_each_files_blocks_and_the_next_one_reads_them(
             fresh = line_digests(work / "data" / f"{name}.csv")
             assert fresh is not None
             assert (kept.low, kept.high, kept.blocks) == (fresh.low, fresh.high, fresh.blocks), name
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 3, 65_535, 65_536, 65_537, 131_072, 200_001])
+def test_line_keys_are_one_to_count(count: int) -> None:
+    from vedana.sources.base import line_keys
+
+    assert line_keys(count) == array("q", range(1, count + 1))

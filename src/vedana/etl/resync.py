@@ -56,7 +56,7 @@ from vedana.etl.normalize import (
     label_text,
 )
 from vedana.etl.report import DANGLING, DUPLICATE_EDGE, UNRESOLVED_REF, SyncReport, TypeReport
-from vedana.sources.base import RawTable, RowDigests, differing, row_digest
+from vedana.sources.base import RawTable, RowDigests, differing, line_keys, row_digest
 from vedana.stores.sync_rows import KeptOutcomes, ReorderedOutcomes, pack_outcomes, unpack_outcomes
 
 if TYPE_CHECKING:
@@ -399,9 +399,7 @@ _MOVED_SHARE = 20
 
 def _are_lines(keys: array) -> bool:
     """Row keys 1..n in order: a CSV file's records, keyed by where they are, not what they are."""
-    return not keys or (
-        keys[0] == 1 and keys[-1] == len(keys) and keys == array("q", range(1, len(keys) + 1))
-    )
+    return not keys or (keys[0] == 1 and keys[-1] == len(keys) and keys == line_keys(len(keys)))
 
 
 def _scan_lines(bulk: RowDigests, old: TableRows, name: str) -> _Scan:

@@ -13,7 +13,9 @@ Dates arrive as ISO text (`2024-03-15`), date-times as ISO 8601 text in UTC.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import sys
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator
@@ -169,6 +171,37 @@ class RowDigests:
     # A CSV file's lines a block at a time (`KeptLines.blocks`), for the next sync to check whole
     # blocks against; None for other sources.
     blocks: array | None = None
+
+
+def line_keys(count: int) -> array:
+    """array('q') of 1..count: a CSV file's row keys (its data lines, in order). Made 65,536
+    at a time from one packed run of 0..65535, whose third and fourth bytes (each value's bits
+    16-31, little-endian) are set per run with two strided byte copies, where `array("q",
+    range(...))` converts every value on its own (~7 ms per 100k keys, a third of a re-sync's
+    hashing)."""
+    if count <= 0:
+        return array("q")
+    if count >= 1 << 32 or array("q").itemsize != 8 or sys.byteorder != "little":
+        return array("q", range(1, count + 1))
+    low_run = _low_run()
+    runs = bytearray()
+    for high in range((count >> 16) + 1):
+        run = bytearray(low_run)
+        run[2::8] = bytes((high & 0xFF,)) * _RUN_KEYS
+        run[3::8] = bytes((high >> 8,)) * _RUN_KEYS
+        runs += run
+    keys = array("q")
+    keys.frombytes(runs[8 : 8 * (count + 1)])  # from 1: past the first run's 0
+    return keys
+
+
+_RUN_KEYS = 1 << 16
+
+
+@functools.cache
+def _low_run() -> bytes:
+    """0..65535 packed as array('q'): bits 16-31 clear. Made on first use, not at import."""
+    return array("q", range(_RUN_KEYS)).tobytes()
 
 
 # Lines per block of a CSV file's kept block checksums (`KeptLines`). With a 1 % edit spread

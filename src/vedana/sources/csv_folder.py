@@ -28,6 +28,7 @@ from vedana.sources.base import (
     RawTable,
     RowDigests,
     files_digest,
+    line_keys,
 )
 from vedana.sources.cells import from_text
 from vedana.sources.csv_rows import csv_header, csv_records
@@ -208,7 +209,7 @@ def line_digests(path: Path, kept: KeptLines | None = None) -> RowDigests | None
         digester.open_last,
     )
     return RowDigests(
-        keys=array("q", range(1, len(low) + 1)),
+        keys=line_keys(len(low)),
         low=low,
         high=high,
         fetch=lambda positions: _records_at(path, positions, starts, end, open_last, (low, high)),
