@@ -243,7 +243,7 @@ def kept_lines(conn: Connection, source: str) -> dict[str, KeptLines] | None:
         halves.frombytes(bytes(digests))
         blocks.frombytes(bytes(stored_blocks))
         n = key_bytes // array("q").itemsize
-        if len(halves) != 2 * n:  # not what this code stores: checked by nothing
+        if len(halves) != 2 * n:  # not what this code stores: `load_rows` reads it and says so
             continue
         low, high = halves[:n], halves[n:]
         for position, patched_low, patched_high, _ in json.loads(patch) if patch else ():
@@ -256,7 +256,8 @@ def load_rows(
     conn: Connection, source: str, lines: dict[str, KeptLines] | None = None
 ) -> tuple[dict[str, Any] | None, dict[str, TableRows]]:
     """The stored summary and rows of `source`, or (None, {}) when none are kept for it. The
-    digests of the tables in `lines` (`kept_lines`, read in this transaction) are not read again."""
+    digests of the tables in `lines` (`kept_lines`, read under the same writer lock, so the same
+    rows) are not read again."""
     from vedana.stores.staging import get_state
 
     summary = get_state(conn, STATE_KEY)
