@@ -25,6 +25,7 @@ from sqlalchemy import Engine, select
 
 from standins.grist_files import Attr, CellError, Col, Doc, LinkSpec, Table, model_doc
 from vedana.config import Settings
+from vedana.etl.report import SyncReport
 from vedana.stores import tables as t
 
 MODEL_DOC_ID = "clubModelDoc01"
@@ -297,3 +298,42 @@ def staging_rows(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
             table.name: sorted(tuple(r) for r in conn.execute(select(table)))
             for table in (t.nodes, t.edges, t.dm_anchors, t.dm_anchor_attributes, t.dm_links)
         }
+
+
+def staging_state(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
+    """Staging as data: keys, attributes, hashes, tombstones (not versions or times): what a
+    re-sync and a full sync of the same files must both leave."""
+    with engine.connect() as conn:
+        nodes = conn.execute(
+            select(
+                t.nodes.c.node_type,
+                t.nodes.c.node_id,
+                t.nodes.c.attributes,
+                t.nodes.c.row_hash,
+                t.nodes.c.deleted,
+            )
+        )
+        edges = conn.execute(
+            select(
+                t.edges.c.edge_label,
+                t.edges.c.from_node_type,
+                t.edges.c.from_node_id,
+                t.edges.c.to_node_type,
+                t.edges.c.to_node_id,
+                t.edges.c.attributes,
+                t.edges.c.row_hash,
+                t.edges.c.deleted,
+            )
+        )
+        return {
+            "nodes": sorted(tuple(map(str, r)) for r in nodes),
+            "edges": sorted(tuple(map(str, r)) for r in edges),
+        }
+
+
+def report_counts(report: SyncReport) -> dict[str, Any]:
+    """A sync report's counts, without what differs between equal runs (times, ids, paths)."""
+    data = report.to_dict()
+    for key in ("seconds", "rows_per_s", "run_id", "version", "paths", "unchanged_early"):
+        data.pop(key)
+    return data

@@ -20,18 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
 from bench.edit import append_csv_folder
 from bench.generate import generate
-from support.sync_kb import blank_staging
+from support.sync_kb import blank_staging, report_counts, staging_state
 from vedana.config import Settings
 from vedana.errors import SourceError
-from vedana.etl.sync import SyncReport, sync
+from vedana.etl.sync import sync
 from vedana.sources import csv_folder
 from vedana.sources.base import LINE_BLOCK, KeptLines
 from vedana.sources.csv_folder import line_digests
-from vedana.stores import tables as t
 
 Edit = Callable[[Path], None]
 LINKS = "Link_person_has_interest.csv"
@@ -220,42 +219,6 @@ def _append(tag: str) -> Edit:
 # --- the oracle ------------------------------------------------------------------------------
 
 
-def _state(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
-    with engine.connect() as conn:
-        nodes = conn.execute(
-            select(
-                t.nodes.c.node_type,
-                t.nodes.c.node_id,
-                t.nodes.c.attributes,
-                t.nodes.c.row_hash,
-                t.nodes.c.deleted,
-            )
-        )
-        edges = conn.execute(
-            select(
-                t.edges.c.edge_label,
-                t.edges.c.from_node_type,
-                t.edges.c.from_node_id,
-                t.edges.c.to_node_type,
-                t.edges.c.to_node_id,
-                t.edges.c.attributes,
-                t.edges.c.row_hash,
-                t.edges.c.deleted,
-            )
-        )
-        return {
-            "nodes": sorted(tuple(map(str, r)) for r in nodes),
-            "edges": sorted(tuple(map(str, r)) for r in edges),
-        }
-
-
-def _counts(report: SyncReport) -> dict[str, Any]:
-    data = report.to_dict()
-    for key in ("seconds", "rows_per_s", "run_id", "version", "paths", "unchanged_early"):
-        data.pop(key)
-    return data
-
-
 def _kept_is_fresh(engine: Engine, data: Path, step: int) -> None:
     """What is kept of each file's lines is what a fresh reading of the file gives."""
     from vedana.stores.sync_rows import kept_lines
@@ -288,8 +251,8 @@ def _chain_ends_as_full_ones(
         for step, edit in enumerate(edits):
             edit(work / "data")
             report = sync(settings, data_model=work / "model", data=work / "data", full=full)
-            states.append(_state(engine))
-            counts.append(_counts(report))
+            states.append(staging_state(engine))
+            counts.append(report_counts(report))
             paths += [f"{step} {name}: {p}" for name, p in report.paths.items()]
             if not full:
                 _kept_is_fresh(engine, work / "data", step)
@@ -382,7 +345,7 @@ def test_a_bad_changed_line_fails_the_resync_and_leaves_the_last_one_whole(
     sync(settings, data_model=work / "model", data=data)
     _lines(LINKS, _same_length(3))(data)
     sync(settings, data_model=work / "model", data=data)  # a patch: blocks saved by UPDATE
-    before, kept_before = _state(pg_engine), _kept_now(pg_engine, data)
+    before, kept_before = staging_state(pg_engine), _kept_now(pg_engine, data)
 
     _lines(PEOPLE, _same_length(LINE_BLOCK + 1))(data)  # a good edit, then a bad one after it
     _lines(LINKS, _field_edit(2 * LINE_BLOCK, 3, b"beginner"))(data)
@@ -390,7 +353,7 @@ def test_a_bad_changed_line_fails_the_resync_and_leaves_the_last_one_whole(
     _lines(LINKS, lambda lines: [*lines[:40], lines[40] + b"\xff", *lines[41:]])(data)
     with pytest.raises(SourceError, match=f"{LINKS} is not UTF-8"):
         sync(settings, data_model=work / "model", data=data)
-    assert _state(pg_engine) == before
+    assert staging_state(pg_engine) == before
     assert _kept_now(pg_engine, data) == kept_before
     assert _our_threads() == []
     assert pg_engine.pool.checkedout() == 0  # type: ignore[attr-defined]
@@ -399,11 +362,11 @@ def test_a_bad_changed_line_fails_the_resync_and_leaves_the_last_one_whole(
     report = sync(settings, data_model=work / "model", data=data)
     assert report.paths[PEOPLE[:-4]] == "incremental: 1 changed rows of 60"
     assert report.paths[LINKS[:-4]] == "incremental: 1 changed rows of 317"
-    after = _state(pg_engine)
+    after = staging_state(pg_engine)
     _kept_is_fresh(pg_engine, data, 0)
     blank_staging(pg_engine)
     sync(settings, data_model=work / "model", data=data)
-    assert _state(pg_engine) == after
+    assert staging_state(pg_engine) == after
 
 
 def test_a_full_sync_never_reads_against_kept_blocks(
@@ -438,11 +401,11 @@ def test_a_full_sync_never_reads_against_kept_blocks(
     assert all(p == "full: --full" for p in report.paths.values())
     assert asked and not any(asked)
     _kept_is_fresh(pg_engine, data, 0)
-    state = _state(pg_engine)
+    state = staging_state(pg_engine)
 
     blank_staging(pg_engine)
     sync(settings, data_model=reference / "model", data=reference / "data")
-    assert _state(pg_engine) == state
+    assert staging_state(pg_engine) == state
 
     # The spy sees an incremental re-sync read against the kept blocks (so it can fail above).
     blank_staging(pg_engine)

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
 from bench.edit import edit_csv_folder
 from bench.generate import generate
-from support.sync_kb import blank_staging
+from support.sync_kb import blank_staging, report_counts, staging_state
 from vedana.config import Settings
 from vedana.etl.sync import SyncReport, sync
 from vedana.sources.base import row_digest
@@ -80,43 +80,6 @@ def _one_percent(data: Path) -> None:
     edit_csv_folder(data, "people", 0.05)
 
 
-def _state(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
-    """Staging as data: keys, attributes, hashes, tombstones (not versions or times)."""
-    with engine.connect() as conn:
-        nodes = conn.execute(
-            select(
-                t.nodes.c.node_type,
-                t.nodes.c.node_id,
-                t.nodes.c.attributes,
-                t.nodes.c.row_hash,
-                t.nodes.c.deleted,
-            )
-        )
-        edges = conn.execute(
-            select(
-                t.edges.c.edge_label,
-                t.edges.c.from_node_type,
-                t.edges.c.from_node_id,
-                t.edges.c.to_node_type,
-                t.edges.c.to_node_id,
-                t.edges.c.attributes,
-                t.edges.c.row_hash,
-                t.edges.c.deleted,
-            )
-        )
-        return {
-            "nodes": sorted(tuple(map(str, r)) for r in nodes),
-            "edges": sorted(tuple(map(str, r)) for r in edges),
-        }
-
-
-def _counts(report: SyncReport) -> dict[str, Any]:
-    data = report.to_dict()
-    for key in ("seconds", "rows_per_s", "run_id", "version", "paths", "unchanged_early"):
-        data.pop(key)
-    return data
-
-
 def _run(
     settings: Settings, engine: Engine, kb: Path, tmp: Path, edit: Edit, *, full: bool
 ) -> tuple[SyncReport, dict[str, Any]]:
@@ -127,7 +90,7 @@ def _run(
     sync(settings, data_model=work / "model", data=work / "data")
     edit(work / "data")
     report = sync(settings, data_model=work / "model", data=work / "data", full=full)
-    return report, _state(engine)
+    return report, staging_state(engine)
 
 
 def _resyncs_end_as_full_ones(
@@ -155,12 +118,12 @@ def _resyncs_end_as_full_ones(
             reports.append(sync(settings, data_model=work / "model", data=work / "data", full=full))
             if not full:
                 after_resync()
-        return reports, _state(engine)
+        return reports, staging_state(engine)
 
     quick, quick_state = run(False)
     slow, slow_state = run(True)
     assert quick_state == slow_state
-    assert [_counts(r) for r in quick] == [_counts(r) for r in slow]
+    assert [report_counts(r) for r in quick] == [report_counts(r) for r in slow]
     assert all(p.startswith("incremental") for r in quick for p in r.paths.values())
 
 
@@ -305,7 +268,7 @@ def test_resync_equals_full(
     slow, slow_state = _run(settings, pg_engine, kb, tmp_path, edit, full=True)
 
     assert quick_state == slow_state
-    assert _counts(quick) == _counts(slow)
+    assert report_counts(quick) == report_counts(slow)
     assert quick.changed
     paths = set(quick.paths.values())
     assert all(p.startswith("full: --full") for p in slow.paths.values())
@@ -342,7 +305,7 @@ def test_a_failed_resync_keeps_the_previous_rows(
     work = tmp_path / "kb"
     shutil.copytree(kb, work)
     sync(settings, data_model=work / "model", data=work / "data")
-    before = _state(pg_engine)
+    before = staging_state(pg_engine)
     _set("Anchor_person", 1, "person_name", "Changed Name")(work / "data")
 
     def interrupt(stage: str, done: int, total: int | None) -> None:
@@ -351,7 +314,7 @@ def test_a_failed_resync_keeps_the_previous_rows(
 
     with pytest.raises(KeyboardInterrupt):
         sync(settings, data_model=work / "model", data=work / "data", on_progress=interrupt)
-    assert _state(pg_engine) == before
+    assert staging_state(pg_engine) == before
 
     again = sync(settings, data_model=work / "model", data=work / "data")
     assert again.paths["Anchor_person"].startswith("incremental: 1 changed rows of ")
@@ -488,7 +451,7 @@ def test_an_added_person_a_link_row_named_before_resyncs_whole(
     _new_interests(dangling / "data")  # rows for person:new, who is not there yet
     quick, quick_state = _run(settings, pg_engine, dangling, tmp_path, _new_person, full=False)
     slow, slow_state = _run(settings, pg_engine, dangling, tmp_path, _new_person, full=True)
-    assert quick_state == slow_state and _counts(quick) == _counts(slow)
+    assert quick_state == slow_state and report_counts(quick) == report_counts(slow)
     assert any(e[2] == "person:new" and e[7] == "False" for e in quick_state["edges"])  # edges made now
     assert all(p.startswith("full: rows with ids were added and ") for p in quick.paths.values()), quick.paths
 
@@ -504,7 +467,7 @@ def test_a_quoted_csv_is_compared_row_by_row(
     edit = _set("Anchor_person", 5, "person_name", "Someone Else")
     quick, quick_state = _run(settings, pg_engine, quoted, tmp_path, edit, full=False)
     slow, slow_state = _run(settings, pg_engine, quoted, tmp_path, edit, full=True)
-    assert quick_state == slow_state and _counts(quick) == _counts(slow)
+    assert quick_state == slow_state and report_counts(quick) == report_counts(slow)
     assert quick.paths["Anchor_person"].startswith("incremental: 1 changed rows of ")
 
 
@@ -536,7 +499,7 @@ def test_moved_rows_whose_display_values_repeat(
     edit = _change("Anchor_city", last)
     quick, quick_state = _run(settings, pg_engine, base, tmp_path, edit, full=False)
     slow, slow_state = _run(settings, pg_engine, base, tmp_path, edit, full=True)
-    assert quick_state == slow_state and _counts(quick) == _counts(slow)
+    assert quick_state == slow_state and report_counts(quick) == report_counts(slow)
     assert (
         quick.paths["Anchor_city"] == "full: Anchor_city: rows moved in a table whose display values repeat"
     )
@@ -562,7 +525,7 @@ def test_rows_whose_display_values_repeat_swapped_and_edited(
     edit = _change("Anchor_city", swap)
     quick, quick_state = _run(settings, pg_engine, base, tmp_path, edit, full=False)
     slow, slow_state = _run(settings, pg_engine, base, tmp_path, edit, full=True)
-    assert quick_state == slow_state and _counts(quick) == _counts(slow)
+    assert quick_state == slow_state and report_counts(quick) == report_counts(slow)
     assert (
         quick.paths["Anchor_city"] == "full: Anchor_city: rows moved in a table whose display values repeat"
     )
@@ -592,7 +555,7 @@ def test_a_small_table_edited_in_place_whose_rows_repeat(
     )
     quick, quick_state = _run(settings, pg_engine, data, tmp_path, edit, full=False)
     slow, slow_state = _run(settings, pg_engine, data, tmp_path, edit, full=True)
-    assert quick_state == slow_state and _counts(quick) == _counts(slow)
+    assert quick_state == slow_state and report_counts(quick) == report_counts(slow)
     assert all(p.startswith("incremental: ") for p in quick.paths.values()), quick.paths
 
 
@@ -673,12 +636,12 @@ def _check_grist_edit(
         sync(settings, data_model=work / "model.grist", data=work / "data.grist")
         execute(work / "data.grist", statement)
         report = sync(settings, data_model=work / "model.grist", data=work / "data.grist", full=full)
-        return report, _state(pg_engine)
+        return report, staging_state(pg_engine)
 
     quick, quick_state = run(False)
     slow, slow_state = run(True)
     assert quick_state == slow_state
-    assert _counts(quick) == _counts(slow)
+    assert report_counts(quick) == report_counts(slow)
     assert quick.changed
     kinds = {p.split(":")[0] for p in quick.paths.values()}
     assert kinds == ({"incremental"} if incremental else {"full"}), quick.paths
@@ -791,7 +754,7 @@ def test_people_who_know_people_come_and_go(
 
     quick, quick_state = _run(settings, pg_engine, base, tmp_path, edit, full=False)
     slow, slow_state = _run(settings, pg_engine, base, tmp_path, edit, full=True)
-    assert quick_state == slow_state and _counts(quick) == _counts(slow)
+    assert quick_state == slow_state and report_counts(quick) == report_counts(slow)
     assert all(p.startswith("incremental: ") for p in quick.paths.values()), quick.paths
 
 
