@@ -165,3 +165,45 @@ def test_line_keys_are_one_to_count(count: int) -> None:
     from vedana.sources.base import line_keys
 
     assert line_keys(count) == array("q", range(1, count + 1))
+
+
+def test_lines_read_again_come_right_however_the_blocks_group_into_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Changed lines are read again a span of blocks at a time (`_blocks_read`): whatever the
+    span and gap allow, each line fetched is the file's own, the last one's missing line break
+    included."""
+    rnd = random.Random(7)
+    path = tmp_path / "Anchor_person.csv"
+    for trial in range(200):
+        monkeypatch.setattr(csv_folder, "_SPAN", rnd.choice([1, 40, 300, 5000, 1 << 20]))
+        monkeypatch.setattr(csv_folder, "_GAP", rnd.choice([0, 1, 50, 1000, 1 << 16]))
+        body = [f"{i},{'x' * rnd.randint(0, 40)}" for i in range(rnd.randint(1, 12 * LINE_BLOCK))]
+        content = _file(rnd, "id,name", body)
+        path.write_bytes(content)
+        _, _, lines = _expected(content)
+        found = line_digests(path)
+        assert found is not None
+        picked = sorted(rnd.sample(range(len(lines)), rnd.randint(1, len(lines))))
+        texts = found.fetch(picked)
+        ends_open = not content.endswith(b"\n")
+        want = [lines[i].decode() + ("" if ends_open and i == len(lines) - 1 else "\n") for i in picked]
+        assert texts == want, trial
+
+
+def test_a_line_changed_in_place_beside_a_fetched_one_fails_the_read(tmp_path: Path) -> None:
+    """A whole block read again is checked by its own checksums: one of its other lines saved
+    again with the same length (the offsets all hold) still fails the read, clearly."""
+    from vedana.errors import SourceError
+
+    path = tmp_path / "Anchor_person.csv"
+    body = [f"p{i:03d},name {i:03d}" for i in range(3 * LINE_BLOCK)]
+    path.write_text("\n".join(["id,name", *body]) + "\n")
+    found = line_digests(path)
+    assert found is not None
+    assert found.fetch([LINE_BLOCK + 2]) == [body[LINE_BLOCK + 2] + "\n"]
+    body[LINE_BLOCK + 9] = body[LINE_BLOCK + 9].replace("name", "NAME")
+    path.write_text("\n".join(["id,name", *body]) + "\n")
+    assert found.fetch([2, 2 * LINE_BLOCK + 1]) == [body[2] + "\n", body[2 * LINE_BLOCK + 1] + "\n"]
+    with pytest.raises(SourceError, match="changed while the sync was reading it"):
+        found.fetch([2, LINE_BLOCK + 2])

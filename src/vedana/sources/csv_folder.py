@@ -201,9 +201,10 @@ def line_digests(path: Path, kept: KeptLines | None = None) -> RowDigests | None
             if not got:
                 break
             carry, base = bytes(data[used:size]), base + used
-    low, high, starts, end, open_last = (
+    low, high, blocks, starts, end, open_last = (
         digester.low,
         digester.high,
+        digester.blocks,
         digester.starts,
         digester.end,
         digester.open_last,
@@ -212,8 +213,8 @@ def line_digests(path: Path, kept: KeptLines | None = None) -> RowDigests | None
         keys=line_keys(len(low)),
         low=low,
         high=high,
-        fetch=lambda positions: _records_at(path, positions, starts, end, open_last, (low, high)),
-        blocks=digester.blocks,
+        fetch=lambda positions: _records_at(path, positions, starts, end, open_last, (low, high, blocks)),
+        blocks=blocks,
     )
 
 
@@ -357,48 +358,93 @@ _PLUS_ONE = (1).__add__  # a line's length and its line break
 
 
 def _records_at(
-    path: Path, positions: list[int], starts: array, end: int, open_last: bool, digests: tuple[array, array]
+    path: Path,
+    positions: list[int],
+    starts: array,
+    end: int,
+    open_last: bool,
+    digests: tuple[array, array, array],
 ) -> list[str]:
     """The records at these 0-based positions (ascending), as text, read again from the file
     by the block each is in (blocks of `LINE_BLOCK` lines starting at `starts`, the last one
-    ending at `end`, as `line_digests` found them). Every line of a block read must still be
-    the one checksummed: a file saved again in between fails the sync (which writes nothing)
-    rather than pair one version's digests with another's text."""
+    ending at `end`, as `line_digests` found them). Every block read must still be the one
+    checksummed: a file saved again in between fails the sync (which writes nothing) rather
+    than pair one version's digests with another's text."""
     if any(a > b for a, b in pairwise(positions)):
         raise ValueError("positions must ascend")
     found: list[str] = []
-    low, high = digests
-    last = len(low) - 1
+    last = len(digests[0]) - 1
+    blocks = sorted({position // LINE_BLOCK for position in positions})
     with path.open("rb") as handle:
-        open_block, lines = -1, list[bytes]()
-        for position in positions:
-            block = position // LINE_BLOCK
-            if block != open_block:
-                read = _block_lines(handle.fileno(), block, starts, end, low, high)
-                if read is None:
-                    raise SourceError(f"{path} changed while the sync was reading it; run the sync again")
-                open_block, lines = block, read
-            try:
-                text = lines[position - block * LINE_BLOCK].decode("utf-8")
-            except UnicodeDecodeError:
-                raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
-            found.append(text if open_last and position == last else text + "\n")
+        read = _blocks_read(handle.fileno(), blocks, starts, end, digests)
+    if read is None:
+        raise SourceError(f"{path} changed while the sync was reading it; run the sync again")
+    for position in positions:
+        block, at = divmod(position, LINE_BLOCK)
+        try:
+            text = read[block][at].decode("utf-8")
+        except UnicodeDecodeError:
+            raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
+        found.append(text if open_last and position == last else text + "\n")
     return found
 
 
-def _block_lines(fd: int, block: int, starts: array, end: int, low: array, high: array) -> list[bytes] | None:
-    """The lines of block `block` read from the file, None unless they are the lines digested."""
-    start = starts[block]
-    stop = starts[block + 1] if block + 1 < len(starts) else end
+# The blocks to read again lie close together when a row in every hundred or so changed: one
+# read takes several of them and the bytes between, up to `_SPAN` bytes. A read per block cost
+# more than its bytes: each one gave the GIL away to the thread checksumming the next file.
+_SPAN = 1 << 20
+_GAP = 64 << 10  # the most bytes between two blocks taken by one read
+
+
+def _blocks_read(
+    fd: int, blocks: list[int], starts: array, end: int, digests: tuple[array, array, array]
+) -> dict[int, list[bytes]] | None:
+    """The lines of these blocks (ascending), read from the file; None unless they are the
+    lines checksummed."""
+
+    def bounds(block: int) -> tuple[int, int]:
+        return starts[block], starts[block + 1] if block + 1 < len(starts) else end
+
+    read: dict[int, list[bytes]] = {}
+    i = 0
+    while i < len(blocks):
+        first, stop = bounds(blocks[i])
+        j = i + 1
+        while j < len(blocks):
+            begin, after = bounds(blocks[j])
+            if begin - stop > _GAP or after - first > _SPAN:
+                break
+            stop, j = after, j + 1
+        span = memoryview(os.pread(fd, stop - first, first))
+        for block in blocks[i:j]:
+            begin, after = bounds(block)
+            lines = _block_lines(span[begin - first : after - first], block, digests)
+            if lines is None:
+                return None
+            read[block] = lines
+        i = j
+    return read
+
+
+def _block_lines(data: memoryview, block: int, digests: tuple[array, array, array]) -> list[bytes] | None:
+    """The lines of block `block` split from its bytes; None unless they are the lines
+    checksummed. A whole block is checked by its own checksums (two calls, not two a line);
+    the last one, when it has fewer lines, line by line."""
+    low, high, blocks = digests
     first = block * LINE_BLOCK
     count = min(LINE_BLOCK, len(low) - first)
-    lines = os.pread(fd, stop - start, start).split(b"\n")
+    at = 3 * block
+    if at + 2 < len(blocks):
+        if (len(data), zlib.crc32(data), zlib.adler32(data)) != (blocks[at + 2], blocks[at], blocks[at + 1]):
+            return None
+        lines = data.tobytes().split(b"\n")
+    else:
+        lines = data.tobytes().split(b"\n")
+        if not (
+            list(map(zlib.crc32, lines[:count])) == low[first : first + count].tolist()
+            and list(map(zlib.adler32, lines[:count])) == high[first : first + count].tolist()
+        ):
+            return None
     if len(lines) == count + 1 and lines[-1] == b"":
         lines.pop()  # after the block's last line break
-    if len(lines) != count:
-        return None
-    same = (
-        list(map(zlib.crc32, lines)) == low[first : first + count].tolist()
-        and list(map(zlib.adler32, lines)) == high[first : first + count].tolist()
-    )
-    return lines if same else None
+    return lines if len(lines) == count else None
