@@ -160,7 +160,7 @@ class CsvFolderSource:
             self._pool, self._digesting = None, {}
 
 
-_READ = 1 << 18  # bytes read at a time: memory stays flat; bigger reads measured slower (page faults)
+_READ = 1 << 20  # bytes read at a time: each read gives the GIL away, and waits to have it back
 # Blocks in a row that fail their check before the rest of a file is hashed without checking:
 # lines inserted or removed before them shift every later block off its kept one.
 _MISSES = 4
@@ -186,8 +186,8 @@ def line_digests(path: Path, kept: KeptLines | None = None) -> RowDigests | None
         chunk = min(_READ, os.fstat(handle.fileno()).st_size + 1)
         data = bytearray(chunk)
         while True:
-            if len(data) < len(carry) + chunk:
-                data = bytearray(len(carry) + chunk)
+            if len(data) < len(carry) + chunk:  # room for twice this carry: rarely again
+                data = bytearray(2 * len(carry) + chunk)
             data[: len(carry)] = carry
             got = handle.readinto(memoryview(data)[len(carry) : len(carry) + chunk])
             size = len(carry) + got
