@@ -80,3 +80,17 @@ def test_checkpoints_are_spaced_for_bulk_work(pg_engine) -> None:
             ).all()
         )
     assert settings == {"max_wal_size": "4096MB", "checkpoint_timeout": "1800s"}
+
+
+def test_shared_buffers_follow_the_memory_there_is(pg_engine) -> None:
+    """A sixteenth of the memory, between Postgres' default 128 MB and 512 MB, and the running
+    server has what this machine's memory gives."""
+    from vedana.stores.embedded_postgres import _memory_bytes, shared_buffers_mb
+
+    assert shared_buffers_mb(None) == 128
+    assert shared_buffers_mb(1 << 30) == 128  # 1 GB: the default
+    assert shared_buffers_mb(4 << 30) == 256
+    assert shared_buffers_mb(64 << 30) == 512
+    with pg_engine.connect() as conn:
+        shown = conn.exec_driver_sql("SHOW shared_buffers").scalar_one()
+    assert shown == f"{shared_buffers_mb(_memory_bytes())}MB"
