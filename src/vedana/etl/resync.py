@@ -638,9 +638,11 @@ def plan_incremental(
     summary: dict[str, Any] | None,
     stored: dict[str, TableRows],
     sig: str,
+    version: int,
 ) -> Plan:
     """Decide, and when the incremental path applies, normalise the changed rows; raises
-    `FullSync` (why) otherwise. The normaliser's maps hold every anchor row afterwards."""
+    `FullSync` (why) otherwise. `version`: staging's (`staging_version`), in this transaction.
+    The normaliser's maps hold every anchor row afterwards."""
     if not summary:
         raise FullSync("no rows kept from an earlier sync of this source")
     if summary.get("signature") != sig:
@@ -649,9 +651,6 @@ def plan_incremental(
         raise FullSync(
             "the last sync could not vouch for every row (a duplicate edge, a repaired or malformed row, a record over several lines)"
         )
-    from vedana.stores.index_state import staging_version
-
-    version = staging_version(conn)
     if not version:
         raise FullSync("staging is empty")
     if version != summary.get("version"):

@@ -365,15 +365,17 @@ def _sync_changed_rows(
     kept: _RowsAhead | None = None,
 ) -> None:
     """The incremental path (`etl/resync.py`); raises `FullSync` when it does not apply."""
+    from vedana.stores.index_state import staging_version
     from vedana.stores.sync_rows import load_rows
 
+    version = staging_version(conn)  # asked while the kept rows are still on their way
     ahead = kept.result() if kept is not None else None
     summary, stored = ahead if ahead is not None else load_rows(conn, source_key)
     # Its own normaliser and report: a fallback to the full path starts from scratch.
     normalizer = Normalizer(dm, SyncReport())
     normalizer.prepare(plan)
     progress("compare rows", 0, None)
-    change = plan_incremental(conn, normalizer, plan, summary, stored, sig)
+    change = plan_incremental(conn, normalizer, plan, summary, stored, sig, version)
     assert summary is not None
     progress("write staging", 0, 1)
     with StagingWriter(conn, scoped=True) as writer:
