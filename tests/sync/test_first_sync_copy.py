@@ -163,3 +163,45 @@ def test_floats_with_an_exponent_come_back_from_jsonb_as_the_same_floats(
     values = [*back.values(), *back.get("list", [])]
     assert all(isinstance(v, float) for v in values if not isinstance(v, str | list))  # not ints
     assert staging_write.attributes_json(dict(attributes)) == text
+
+
+def test_the_fast_encoder_writes_what_json_writes() -> None:
+    """orjson (`_fast_encode`) takes the dicts of flat values with no float; on thousands of
+    random ones (every escaped character, non-BMP text, ints at and past 64 bits, booleans,
+    None) `attributes_json` writes exactly json.dumps' canonical text, so no stored hash
+    depends on which encoder made it."""
+    import json
+    import random
+
+    assert staging_write._fast_encode is not None  # orjson is a dependency: the fast path runs
+    rnd = random.Random(5)
+    alphabet = [chr(c) for c in range(0x80)] + [
+        "é",
+        "\u2028",
+        "\u2029",
+        "\ufeff",
+        "😀",
+        "中",
+        "\U0010ffff",
+        "\ud800",
+    ]
+
+    def value() -> Any:
+        kind = rnd.randrange(5)
+        if kind == 0:
+            return "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(12)))
+        if kind == 1:
+            return rnd.choice([0, -1, 7, 2**53, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 2**80])
+        if kind == 2:
+            return rnd.randrange(-(10**12), 10**12)
+        if kind == 3:
+            return rnd.choice([True, False])
+        return None
+
+    for _ in range(3000):
+        attributes = {
+            "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(1, 6))): value()
+            for _ in range(rnd.randrange(1, 6))
+        }
+        canonical = json.dumps(attributes, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        assert staging_write.attributes_json(attributes) == canonical, attributes

@@ -120,10 +120,50 @@ def _made_once() -> Callable[[dict[str, Any]], str]:
 _encode = _made_once()
 
 
+def _fast_once() -> Callable[[dict[str, Any]], str] | None:
+    """orjson's encoder with sorted keys, a fifth of the time of `_encode` on the short dicts of
+    text a sync writes (~90 ms of a 100k-row first sync), used only where it writes exactly what
+    `_encode` writes: checked here on every character class json escapes, and used only on dicts
+    of flat values with no float (`attributes_json`), the floats' notation being json's own."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+    dumps, sort_keys = orjson.dumps, orjson.OPT_SORT_KEYS
+
+    def encode(attributes: dict[str, Any]) -> str:
+        return dumps(attributes, option=sort_keys).decode()
+
+    probe = {
+        "b": "".join(map(chr, range(0x30))) + '\x7f"\\/ é \u2028 \U0001f600 ',
+        "a": [None],  # no lists on the fast path; here to see keys sorted around one
+        "c": 2**63 - 1,
+        "d": -(2**63),
+        "é": True,
+        "e": False,
+        "f": None,
+    }
+    try:
+        return encode if encode(probe) == _encode(probe) else None
+    except TypeError:
+        return None
+
+
+_fast_encode = _fast_once()
+# Values that take json's own encoder: floats (its notation; NaN refused), and lists and dicts,
+# which may hold them. Other values are the same text either way.
+_STANDARD_ONLY = frozenset((float, list, dict))
+
+
 def attributes_json(attributes: dict[str, Any]) -> str:
     """Canonical JSON (sorted keys): equal attributes give equal text and so equal hashes."""
     if not attributes:
         return "{}"
+    if _fast_encode is not None and _STANDARD_ONLY.isdisjoint(map(type, attributes.values())):
+        try:
+            return _fast_encode(attributes)  # no float: no exponent to write out
+        except TypeError:  # an int past 64 bits, a lone surrogate: json's way below
+            pass
     text = _encode(attributes)
     # A float Python writes with an exponent (1e+20, 1e-05) goes to jsonb as a plain number,
     # which keeps no point when the exponent is positive: read back it was an integer, and past
