@@ -9,11 +9,17 @@ import dataclasses
 import datetime
 import enum
 import json
+import random
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from vedana.errors import SourceError
+from vedana.sources import csv_folder
+from vedana.sources.base import LINE_BLOCK, KeptLines
+from vedana.sources.csv_folder import line_digests
 from vedana.stores import staging_write
 
 
@@ -88,3 +94,102 @@ def test_nan_inside_any_container_still_raises(value: Any) -> None:
     """NaN and infinities are refused (ValueError) wherever they sit: orjson would write null."""
     with pytest.raises(ValueError):
         staging_write.attributes_json({"a": value})
+
+
+# --- changed lines read again a span of blocks at a time ---------------------------------------
+
+
+def _lines_of(content: bytes) -> list[bytes]:
+    """A file's data lines (past the header and a BOM), each as the sync digests it."""
+    if content.startswith(b"\xef\xbb\xbf"):
+        content = content[3:]
+    lines = content.split(b"\n")[1:]
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def _content(rnd: random.Random, count: int, tag: str) -> bytes:
+    body = [f"{i},{tag}{'x' * rnd.randint(0, 30)}" for i in range(count)]
+    text = "\n".join(["id,name", *body]) + rnd.choice(["\n", ""])
+    if rnd.random() < 0.2:
+        text = text.replace("\n", "\r\n")
+    return (b"\xef\xbb\xbf" if rnd.random() < 0.2 else b"") + text.encode()
+
+
+def _rewritten(rnd: random.Random, content: bytes) -> bytes:
+    """The file saved again: a byte changed in place (same length), bytes cut from the end or
+    added to it, or a line's bytes swapped with its neighbour's."""
+    op = rnd.randrange(5)
+    data = bytearray(content)
+    if op == 0 and data:
+        at = rnd.randrange(len(data))
+        data[at] = ord("Z") if data[at] != ord("Z") else ord("Y")
+    elif op == 1:
+        del data[len(data) - rnd.randint(1, 40) :]
+    elif op == 2:
+        data += rnd.choice([b"", b"\n"]) + b"7,grown" + rnd.choice([b"", b"\n"])
+    elif op == 3:
+        lines = bytes(data).split(b"\n")
+        if len(lines) > 3:
+            i = rnd.randrange(1, len(lines) - 1)
+            lines[i], lines[i + 1] = lines[i + 1], lines[i]
+        data = bytearray(b"\n".join(lines))
+    else:  # the same bytes, one block's worth of lines later: every offset shifts
+        data = bytearray(content.replace(b"\n", b"\nq,shifted\n", 1))
+    return bytes(data)
+
+
+def test_lines_read_again_are_the_ones_digested_or_the_read_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the reads' sizes, spans and gaps, digests taken fresh or against an earlier
+    version's blocks: the lines fetched are the ones digested; once the file is saved again
+    (same length, cut, grown, lines swapped or shifted), a fetch either fails with a clear
+    error or still gives exactly the lines digested, never another version's."""
+    rnd = random.Random(77)
+    path = tmp_path / "Anchor_person.csv"
+    failed = 0
+    for trial in range(400):
+        monkeypatch.setattr(csv_folder, "_READ", rnd.choice([5, 64, 700, 1 << 20]))
+        monkeypatch.setattr(csv_folder, "_SPAN", rnd.choice([1, 100, 2000, 1 << 20]))
+        monkeypatch.setattr(csv_folder, "_GAP", rnd.choice([0, 30, 1000, 1 << 16]))
+        count = rnd.choice(
+            [1, LINE_BLOCK - 1, LINE_BLOCK, LINE_BLOCK + 1, 3 * LINE_BLOCK, rnd.randint(1, 9 * LINE_BLOCK)]
+        )
+        kept = None
+        if rnd.random() < 0.5:
+            path.write_bytes(_content(rnd, count, "a"))
+            first = line_digests(path)
+            assert first is not None and first.blocks is not None
+            kept = KeptLines(first.low, first.high, first.blocks)
+            count = max(1, count + rnd.randint(-3, 3))
+        lines_tag = rnd.choice(["a", "b"])
+        content = _content(rnd, count, lines_tag)
+        if kept is not None and rnd.random() < 0.5:  # most blocks unchanged from the kept ones
+            content = (
+                b"\xef\xbb\xbf" if content.startswith(b"\xef\xbb\xbf") else b""
+            ) + path.read_bytes().lstrip(b"\xef\xbb\xbf").replace(b"5,a", b"5,b", 1)
+        path.write_bytes(content)
+        found = line_digests(path, kept)
+        assert found is not None, trial
+        lines = _lines_of(content)
+        assert len(found.low) == len(lines), trial
+        ends_open = not content.endswith(b"\n")
+
+        texts = [line.decode() + "\n" for line in lines]
+        if ends_open:
+            texts[-1] = texts[-1][:-1]
+
+        picked = sorted(rnd.sample(range(len(lines)), rnd.randint(1, len(lines))))
+        assert found.fetch(picked) == [texts[i] for i in picked], trial
+        path.write_bytes(_rewritten(rnd, content))
+        picked = sorted(rnd.sample(range(len(lines)), rnd.randint(1, len(lines))))
+        try:
+            got = found.fetch(picked)
+        except SourceError as error:
+            assert "changed while the sync was reading it" in str(error)
+            failed += 1
+            continue
+        assert got == [texts[i] for i in picked], trial
+    assert failed > 50  # the rewrites did reach the lines fetched
