@@ -9,6 +9,7 @@ import dataclasses
 import datetime
 import enum
 import json
+import os
 import random
 import uuid
 from pathlib import Path
@@ -193,3 +194,54 @@ def test_lines_read_again_are_the_ones_digested_or_the_read_fails(
             continue
         assert got == [texts[i] for i in picked], trial
     assert failed > 50  # the rewrites did reach the lines fetched
+
+
+# --- the embedded Postgres' shared buffers ---------------------------------------------------
+
+
+def _cgroups(tmp_path: Path, own: str, files: dict[str, str]) -> tuple[Path, Path]:
+    """A cgroup mount and a /proc/self/cgroup naming this process' groups (`own`)."""
+    root = tmp_path / "cgroup"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    proc = tmp_path / "self-cgroup"
+    proc.write_text(own)
+    return root, proc
+
+
+@pytest.mark.parametrize(
+    ("own", "files", "limit"),
+    [
+        # cgroup v2, a container: its own group is the mount's root
+        ("0::/\n", {"memory.max": "2147483648\n"}, 2 << 30),
+        ("0::/\n", {"memory.max": "max\n"}, None),
+        # cgroup v2 on a host: a service's group (systemd MemoryMax=) below the root
+        (
+            "0::/system.slice/vedana.service\n",
+            {"system.slice/vedana.service/memory.max": "1073741824\n"},
+            1 << 30,
+        ),
+        # cgroup v1 (this machine's kind): the memory controller's own file
+        (
+            "9:name=systemd:/\n4:memory:/jobs/a1\n1:cpu:/\n",
+            {"memory/jobs/a1/memory.limit_in_bytes": "3221225472\n"},
+            3 << 30,
+        ),
+        ("4:memory:/jobs/a1\n", {"memory/memory.limit_in_bytes": "3221225472\n"}, 3 << 30),  # namespaced
+        ("4:memory:/\n", {"memory/memory.limit_in_bytes": "9223372036854771712\n"}, None),  # no limit
+        ("", {}, None),
+    ],
+    ids=["v2-root", "v2-max", "v2-nested", "v1", "v1-namespaced", "v1-unlimited", "none"],
+)
+def test_the_memory_counted_is_the_cgroups_limit_where_there_is_one(
+    tmp_path: Path, own: str, files: dict[str, str], limit: int | None
+) -> None:
+    """Shared buffers are sized by the memory this process may use: a cgroup's limit (v2's
+    memory.max, v1's memory.limit_in_bytes, the process' own group or the mount's root) when
+    lower than the machine's, which a container's or a service's limit usually is."""
+    from vedana.stores.embedded_postgres import _memory_bytes
+
+    root, proc = _cgroups(tmp_path, own, files)
+    machine = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert _memory_bytes(root, proc) == (min(machine, limit) if limit else machine)
