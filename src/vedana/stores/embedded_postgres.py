@@ -346,17 +346,43 @@ def shared_buffers_mb(memory: int | None) -> int:
     return max(128, min(512, memory // 16 >> 20))
 
 
-def _memory_bytes() -> int | None:
+def _memory_bytes(
+    cgroups: Path = Path("/sys/fs/cgroup"), own: Path = Path("/proc/self/cgroup")
+) -> int | None:
     """The memory this process may use: the machine's, or its cgroup's limit when lower."""
     try:
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return None
+    return min([memory, *_cgroup_limits(cgroups, own)])
+
+
+def _cgroup_limits(cgroups: Path, own: Path) -> list[int]:
+    """The memory limits set on this process' cgroup: v2's `memory.max`, v1's memory controller
+    `memory.limit_in_bytes`, in its own group (a service's, on a host) and at the mount's root
+    (a container's, whose root is its own group). A v1 group with no limit holds a huge number."""
     try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        groups = own.read_text().splitlines()
     except OSError:
-        return memory
-    return min(memory, int(limit)) if limit.isdigit() else memory
+        groups = []
+    files = [cgroups / "memory.max", cgroups / "memory" / "memory.limit_in_bytes"]
+    for line in groups:
+        controllers, _, path = line.partition(":")[2].partition(":")
+        if not path.startswith("/") or ".." in path:
+            continue  # outside the mount (another cgroup namespace): not ours to read
+        if controllers == "":
+            files.append(cgroups / path.lstrip("/") / "memory.max")
+        elif "memory" in controllers.split(","):
+            files.append(cgroups / "memory" / path.lstrip("/") / "memory.limit_in_bytes")
+    limits = []
+    for file in files:
+        try:
+            text = file.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            limits.append(int(text))
+    return limits
 
 
 def _clear_stale(pgdata: Path) -> None:

@@ -150,16 +150,18 @@ def _fast_once() -> Callable[[dict[str, Any]], str] | None:
 
 
 _fast_encode = _fast_once()
-# Values that take json's own encoder: floats (its notation; NaN refused), and lists and dicts,
-# which may hold them. Other values are the same text either way.
-_STANDARD_ONLY = frozenset((float, list, dict))
+# The only values orjson takes, by exact type: the same text as json's on them. Anything else
+# takes json's own encoder: floats (its notation; NaN refused) and whatever may hold one (list,
+# dict, tuple, their subclasses), and what json refuses but orjson would write its own way
+# (datetime, date, UUID, Enum, dataclass): a TypeError still, not a text json never writes.
+_FLAT = frozenset((str, int, bool, type(None)))
 
 
 def attributes_json(attributes: dict[str, Any]) -> str:
     """Canonical JSON (sorted keys): equal attributes give equal text and so equal hashes."""
     if not attributes:
         return "{}"
-    if _fast_encode is not None and _STANDARD_ONLY.isdisjoint(map(type, attributes.values())):
+    if _fast_encode is not None and _FLAT.issuperset(map(type, attributes.values())):
         try:
             return _fast_encode(attributes)  # no float: no exponent to write out
         except TypeError:  # an int past 64 bits, a lone surrogate: json's way below
