@@ -124,7 +124,7 @@ def _fast_once() -> Callable[[dict[str, Any]], str] | None:
     """orjson's encoder with sorted keys, a fifth of the time of `_encode` on the short dicts of
     text a sync writes (~90 ms of a 100k-row first sync), used only where it writes exactly what
     `_encode` writes: checked here on every character class json escapes, and used only on dicts
-    of flat values with no float (`attributes_json`), the floats' notation being json's own."""
+    whose values are all str, int, bool or None (`attributes_json`: floats keep json's notation)."""
     try:
         import orjson
     except ImportError:
