@@ -434,17 +434,15 @@ def _block_lines(data: memoryview, block: int, digests: tuple[array, array, arra
     first = block * LINE_BLOCK
     count = min(LINE_BLOCK, len(low) - first)
     at = 3 * block
-    if at + 2 < len(blocks):
-        if (len(data), zlib.crc32(data), zlib.adler32(data)) != (blocks[at + 2], blocks[at], blocks[at + 1]):
-            return None
-        lines = data.tobytes().split(b"\n")
-    else:
-        lines = data.tobytes().split(b"\n")
-        if not (
-            list(map(zlib.crc32, lines[:count])) == low[first : first + count].tolist()
-            and list(map(zlib.adler32, lines[:count])) == high[first : first + count].tolist()
-        ):
-            return None
+    whole = at + 2 < len(blocks)  # a whole block: checksums of its own
+    if whole and (zlib.crc32(data), zlib.adler32(data), len(data)) != tuple(blocks[at : at + 3]):
+        return None
+    lines = data.tobytes().split(b"\n")
+    if not whole and not (
+        list(map(zlib.crc32, lines[:count])) == low[first : first + count].tolist()
+        and list(map(zlib.adler32, lines[:count])) == high[first : first + count].tolist()
+    ):
+        return None
     if len(lines) == count + 1 and lines[-1] == b"":
         lines.pop()  # after the block's last line break
     return lines if len(lines) == count else None
