@@ -234,6 +234,16 @@ def _kept_is_fresh(engine: Engine, data: Path, step: int) -> None:
         assert (kept.low, kept.high, kept.blocks) == (fresh.low, fresh.high, fresh.blocks), (step, name)
 
 
+def _synced_copy(settings: Settings, engine: Engine, kb: Path, tmp: Path) -> Path:
+    """A fresh copy of `kb` under `tmp`, synced first into blank staging; the copy's folder."""
+    blank_staging(engine)
+    work = tmp / "kb"
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(kb, work)
+    sync(settings, data_model=work / "model", data=work / "data")
+    return work
+
+
 def _chain_ends_as_full_ones(
     settings: Settings, engine: Engine, kb: Path, tmp: Path, edits: list[Edit]
 ) -> list[str]:
@@ -242,11 +252,7 @@ def _chain_ends_as_full_ones(
     keeps each file's fresh line digests and blocks. Returns the incremental paths taken."""
 
     def run(full: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
-        blank_staging(engine)
-        work = tmp / "kb"
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(kb, work)
-        sync(settings, data_model=work / "model", data=work / "data")
+        work = _synced_copy(settings, engine, kb, tmp)
         states, counts, paths = [], [], []
         for step, edit in enumerate(edits):
             edit(work / "data")
@@ -338,11 +344,8 @@ def test_a_bad_changed_line_fails_the_resync_and_leaves_the_last_one_whole(
     files checked on threads of their own: the sync fails with a one-line error, staging and
     what is kept are the last sync's, no thread or connection is left behind, and once the
     line is fixed the next re-sync still finds every edit made since."""
-    blank_staging(pg_engine)
-    work = tmp_path / "kb"
-    shutil.copytree(kb, work)
+    work = _synced_copy(settings, pg_engine, kb, tmp_path)
     data = work / "data"
-    sync(settings, data_model=work / "model", data=data)
     _lines(LINKS, _same_length(3))(data)
     sync(settings, data_model=work / "model", data=data)  # a patch: blocks saved by UPDATE
     before, kept_before = staging_state(pg_engine), _kept_now(pg_engine, data)
@@ -375,11 +378,8 @@ def test_a_full_sync_never_reads_against_kept_blocks(
     """With --full every file is read afresh: kept line digests made wrong on purpose (which an
     incremental re-sync would trust for the blocks that check out) change nothing, and the
     sync keeps the files' true digests again."""
-    blank_staging(pg_engine)
-    work = tmp_path / "kb"
-    shutil.copytree(kb, work)
+    work = _synced_copy(settings, pg_engine, kb, tmp_path)
     data = work / "data"
-    sync(settings, data_model=work / "model", data=data)
     _lines(LINKS, _same_length(5))(data)
     reference = tmp_path / "reference"
     shutil.copytree(work, reference)
