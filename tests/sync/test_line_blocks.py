@@ -207,3 +207,48 @@ def test_a_line_changed_in_place_beside_a_fetched_one_fails_the_read(tmp_path: P
     assert found.fetch([2, 2 * LINE_BLOCK + 1]) == [body[2] + "\n", body[2 * LINE_BLOCK + 1] + "\n"]
     with pytest.raises(SourceError, match="changed while the sync was reading it"):
         found.fetch([2, LINE_BLOCK + 2])
+
+
+def test_changed_lines_come_from_the_reading_that_checksummed_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checked against kept lines, the lines of the blocks hashed anew are kept as read: a fetch
+    of a changed line gives the bytes its digest was taken of, with no second read (the file
+    saved again since does not matter); past `_KEEP_BYTES` blocks are read again and checked."""
+    from vedana.errors import SourceError
+
+    path = tmp_path / "Anchor_person.csv"
+    body = [f"p{i:03d},name {i:03d}" for i in range(6 * LINE_BLOCK)]
+    path.write_text("\n".join(["id,name", *body]) + "\n")
+    kept = _kept(path)
+    edited = list(body)
+    changed = [3, 2 * LINE_BLOCK + 5, 5 * LINE_BLOCK + 1]
+    for i in changed:
+        edited[i] = edited[i].replace("name", "NAME")
+    path.write_text("\n".join(["id,name", *edited]) + "\n")
+    _, _, lines = _expected(path.read_bytes())
+
+    found = line_digests(path, kept)
+    assert found is not None
+    path.write_text("\n".join(["id,name", *body]) + "\n")  # saved again, as it was
+    assert found.fetch(changed) == [lines[i].decode() + "\n" for i in changed]
+
+    # Kept lines go only as far as the budget: the block past it is read from the file, which
+    # no longer holds what was checksummed, so the fetch fails clearly instead.
+    path.write_text("\n".join(["id,name", *edited]) + "\n")
+    monkeypatch.setattr(csv_folder, "_KEEP_BYTES", 2 * (LINE_BLOCK * (len(body[0]) + 1 + 48)))
+    found = line_digests(path, kept)
+    assert found is not None
+    assert found.fetch(changed) == [lines[i].decode() + "\n" for i in changed]  # read, checked
+    path.write_text("\n".join(["id,name", *body]) + "\n")
+    assert found.fetch(changed[:2]) == [lines[i].decode() + "\n" for i in changed[:2]]
+    with pytest.raises(SourceError, match="changed while the sync was reading it"):
+        found.fetch(changed)
+
+    # With nothing kept to check against (a first sync's reading) no line is held.
+    monkeypatch.setattr(csv_folder, "_KEEP_BYTES", 1 << 30)
+    found = line_digests(path)
+    assert found is not None
+    path.write_text("\n".join(["id,name", *edited]) + "\n")
+    with pytest.raises(SourceError, match="changed while the sync was reading it"):
+        found.fetch([3])
