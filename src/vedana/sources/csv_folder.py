@@ -14,7 +14,6 @@ import csv
 import os
 import zlib
 from array import array
-from collections import ChainMap
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate, chain, pairwise
@@ -402,15 +401,14 @@ def _records_at(
         raise ValueError("positions must ascend")
     found: list[str] = []
     last = len(digests[0]) - 1
-    fresh = fresh or {}
-    blocks = sorted({position // LINE_BLOCK for position in positions} - fresh.keys())
-    read: Mapping[int, list[bytes]] | None = {}
+    read = dict(fresh or {})
+    blocks = sorted({position // LINE_BLOCK for position in positions} - read.keys())
     if blocks:
         with path.open("rb") as handle:
-            read = _blocks_read(handle.fileno(), blocks, starts, end, digests)
-    if read is None:
-        raise SourceError(f"{path} changed while the sync was reading it; run the sync again")
-    read = ChainMap(read, fresh)
+            again = _blocks_read(handle.fileno(), blocks, starts, end, digests)
+        if again is None:
+            raise SourceError(f"{path} changed while the sync was reading it; run the sync again")
+        read.update(again)
     for position in positions:
         block, at = divmod(position, LINE_BLOCK)
         try:
