@@ -3,8 +3,10 @@ version bump, an unchanged Grist document stops the run at `/states`."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
 from sqlalchemy import Engine, select
 
 from standins.fake_grist import FakeGrist
@@ -73,6 +75,54 @@ def test_unchanged_files_stop_early(
     city.write_text(city.read_text().replace("Lisbon", "Lisboa"))
     report = sync(settings, data_model=folders[0], data=folders[1])
     assert not report.unchanged_early and report.nodes["city"].updated == 1
+
+
+def test_an_edited_folder_stores_the_state_its_reading_took(
+    settings: Settings,
+    pg_engine: Engine,
+    folders: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A folder whose files were touched since its last sync is read at once: its content digest
+    comes from that reading (`CsvFolderSource.state_as_read`), never from a later one. A file
+    saved again after it was read leaves the next sync something to read, not "unchanged"; a
+    file touched with the same bytes is compared and stops the sync after it early."""
+    from vedana.etl.sync import STATE_KEY
+    from vedana.sources.base import files_digest
+    from vedana.sources.csv_folder import CsvFolderSource
+    from vedana.stores.staging import get_state
+
+    def stored() -> dict[str, str]:
+        with pg_engine.connect() as conn:
+            return get_state(conn, STATE_KEY)
+
+    model, data = folders
+    sync(settings, data_model=model, data=data)
+    files = sorted(data.glob("*.csv"))
+    city = data / "Anchor_city.csv"
+    city.write_text(city.read_text().replace("Lisbon", "Lisboa"))
+    taken: list[str] = []
+    real = CsvFolderSource.state_as_read
+
+    def saved_again_after_reading(source: CsvFolderSource) -> str | None:
+        taken.append(files_digest(files))  # the files as read
+        city.write_text(city.read_text().replace("Lisboa", "Lisbonne"))
+        return real(source)
+
+    monkeypatch.setattr(CsvFolderSource, "state_as_read", saved_again_after_reading)
+    report = sync(settings, data_model=model, data=data)
+    assert report.nodes["city"].updated == 1
+    assert stored()["data"] == f"CSV folder {data}@{taken[0]}"  # not the file saved since
+    monkeypatch.undo()
+
+    again = sync(settings, data_model=model, data=data)
+    assert not again.unchanged_early and again.nodes["city"].updated == 1
+    assert stored()["data"] == f"CSV folder {data}@{files_digest(files)}"
+
+    os.utime(city)  # touched, same bytes: compared row by row, nothing written
+    touched = sync(settings, data_model=model, data=data)
+    assert not touched.unchanged_early and not touched.changed
+    assert sync(settings, data_model=model, data=data).unchanged_early
 
 
 def test_api_rerun_stops_at_states(api_settings: Settings, fake: FakeGrist, pg_engine: Engine) -> None:

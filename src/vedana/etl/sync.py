@@ -118,9 +118,14 @@ def sync(
             report.run_id = run.id
             with writer_lock(engine, on_notice=report.notes.append):
                 progress("check for changes", 0, None)
-                states = _current_states(model_source, data_source)
                 with engine.connect() as conn:
-                    unchanged = not full and _unchanged_since_last_sync(conn, states, data_model_only)
+                    stored = _stored_states(conn)
+                # The data's digest is taken by its reading when its files were touched since
+                # the last sync, rather than by a whole reading of its own first.
+                listing = _listing(data_source)
+                later = None if full else _state_read_later(data_source, stored, listing)
+                states = _current_states(model_source, data_source, listing, data_later=later is not None)
+                unchanged = not full and _unchanged_since_last_sync(stored, states, data_model_only)
                 if unchanged:
                     report.unchanged_early = True
                     run.status = "unchanged"
@@ -139,7 +144,9 @@ def sync(
                         report.findings = findings_of(model_source, rows_source)
                         if strict and report.findings:
                             raise SourceError(strict_failure(report.warnings))
-                        _store_states(conn, states, data_model_only, report.data_model.changed)
+                        if later is not None:
+                            states["data"] = later()
+                        _store_states(conn, states, stored, data_model_only, report.data_model.changed)
                         if data_source is not None:
                             _store_where_from(conn, data_source)
             report.seconds = time.monotonic() - started
@@ -224,8 +231,12 @@ def _no_progress(stage: str, done: int, total: int | None) -> None:
 # --- early stop on unchanged documents ------------------------------------------------------
 
 
-def _current_states(model: Source, data: Source | None) -> dict[str, str | None]:
-    """Per document: "<source>@<content state>", or None when the source cannot tell."""
+def _current_states(
+    model: Source, data: Source | None, listing: str | None, *, data_later: bool = False
+) -> dict[str, str | None]:
+    """Per document: "<source>@<content state>", or None when the source cannot tell (or, with
+    `data_later`, for the data: its reading tells, `_state_read_later`); and the data's files'
+    `listing` ("data_files")."""
 
     def state(source: Source) -> str | None:
         value = source.state()
@@ -233,35 +244,71 @@ def _current_states(model: Source, data: Source | None) -> dict[str, str | None]
 
     states = {"data_model": state(model)}
     if data is not None:
-        states["data"] = state(data)
+        states["data"] = None if data_later else state(data)
+        states["data_files"] = listing
     return states
 
 
-def _unchanged_since_last_sync(
-    conn: Connection, states: dict[str, str | None], data_model_only: bool
-) -> bool:
+def _listing(data: Source | None) -> str | None:
+    """The data's files' listing (`CsvFolderSource.listing`), None for a source without one."""
+    listing = getattr(data, "listing", None)
+    return listing() if listing is not None else None
+
+
+def _state_read_later(
+    data: Source | None, stored: dict[str, Any], listing: str | None
+) -> Callable[[], str | None] | None:
+    """For a folder whose files' `listing` changed since the last sync of it (so it will be
+    read): what gives its state as its reading took it, at the end of the sync; None otherwise.
+    A listing says nothing of equal bytes, so an unchanged one still has the content compared
+    first; a changed one only spares that first reading (8 ms of a 1 % edit's 150 at 100k)."""
+    as_read = getattr(data, "state_as_read", None)
+    if data is None or listing is None or as_read is None:
+        return None
+    name = data.describe()
+    if not str(stored.get("data") or "").startswith(f"{name}@") or stored.get("data_files") == listing:
+        return None
+
+    def state() -> str | None:
+        value = as_read()
+        return f"{name}@{value}" if value else None
+
+    return state
+
+
+def _stored_states(conn: Connection) -> dict[str, Any]:
     from vedana.stores.staging import get_state
 
-    if not all(states.values()):
+    return get_state(conn, STATE_KEY) or {}
+
+
+def _unchanged_since_last_sync(
+    stored: dict[str, Any], states: dict[str, str | None], data_model_only: bool
+) -> bool:
+    keys = ["data_model"] if data_model_only else ["data_model", "data"]
+    if not all(states.get(k) for k in keys):
         return False
-    stored = get_state(conn, STATE_KEY) or {}
     if stored.get("normalize_version") != NORMALIZE_VERSION:
         return False
-    keys = ["data_model"] if data_model_only else ["data_model", "data"]
     return all(stored.get(k) == states.get(k) for k in keys)
 
 
 def _store_states(
-    conn: Connection, states: dict[str, str | None], data_model_only: bool, model_changed: bool
+    conn: Connection,
+    states: dict[str, str | None],
+    stored: dict[str, Any],
+    data_model_only: bool,
+    model_changed: bool,
 ) -> None:
-    from vedana.stores.staging import get_state, set_state
+    """What the next sync compares with (`stored`: what this one found, under the same lock)."""
+    from vedana.stores.staging import set_state
 
-    stored = get_state(conn, STATE_KEY) or {}
     value = {"normalize_version": NORMALIZE_VERSION, "data_model": states["data_model"]}
     if not data_model_only:
-        value["data"] = states.get("data")
+        value["data"], value["data_files"] = states.get("data"), states.get("data_files")
     elif not model_changed:
-        value["data"] = stored.get("data")  # staging still matches that data document
+        # Staging still matches that data document.
+        value["data"], value["data_files"] = stored.get("data"), stored.get("data_files")
     else:
         # Staging was normalised by the old model: the next full sync must read the data again.
         value["data"] = None

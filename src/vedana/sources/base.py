@@ -171,6 +171,8 @@ class RowDigests:
     # A CSV file's lines a block at a time (`KeptLines.blocks`), for the next sync to check whole
     # blocks against; None for other sources.
     blocks: array | None = None
+    # The SHA-256 of a CSV file's bytes as this reading took them; None for other sources.
+    content: bytes | None = None
 
 
 def line_keys(count: int) -> array:
@@ -303,9 +305,16 @@ def files_digest(paths: Iterable[Path]) -> str:
     disk speed, far faster than parsing, so an unchanged folder or file is cheap to detect.
     SHA-256, which the CPU computes itself (SHA extensions): twice blake2b's speed here, which
     counts, as every sync (and every `check`) reads all the files this way first."""
-    digest = hashlib.sha256()
+    named = []
     for path in paths:
         with path.open("rb") as handle:
-            content = hashlib.file_digest(handle, "sha256").digest()
-        digest.update(path.name.encode("utf-8", "surrogatepass") + b"\0" + content)
+            named.append((path.name, hashlib.file_digest(handle, "sha256").digest()))
+    return named_digest(named)
+
+
+def named_digest(contents: Iterable[tuple[str, bytes]]) -> str:
+    """`files_digest` of files whose bytes' SHA-256 is known: (name, digest) in order."""
+    digest = hashlib.sha256()
+    for name, content in contents:
+        digest.update(name.encode("utf-8", "surrogatepass") + b"\0" + content)
     return digest.hexdigest()

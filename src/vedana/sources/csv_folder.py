@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import codecs
 import csv
+import hashlib
 import os
 import zlib
 from array import array
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from itertools import accumulate, chain, pairwise
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from vedana.sources.base import (
     RowDigests,
     files_digest,
     line_keys,
+    named_digest,
 )
 from vedana.sources.cells import from_text
 from vedana.sources.csv_rows import csv_header, csv_records
@@ -46,6 +48,7 @@ class CsvFolderSource:
         self.findings = SourceFindings()
         self._pool: ThreadPoolExecutor | None = None
         self._digesting: dict[Path, Future[RowDigests | None]] = {}
+        self._read: dict[Path, bytes] = {}  # each file's SHA-256 as its first whole reading took it
 
     def prefetch_digests(self, kept: Mapping[str, KeptLines] | None = None) -> None:
         """Start checksumming every file's lines in a thread of its own, for the re-sync about to
@@ -65,11 +68,12 @@ class CsvFolderSource:
         # hash again, as does an asker of a file still queued (rather than wait for the others).
         started = self._digesting.pop(path, None)
         try:
-            if started is None or started.cancel():
-                return line_digests(path)
-            return started.result()
+            found = line_digests(path) if started is None or started.cancel() else started.result()
         except OSError as exc:
             raise SourceError(f"{path} could not be read ({exc.strerror}); check the folder") from None
+        if found is not None and found.content is not None:
+            self._read.setdefault(path, found.content)
+        return found
 
     def describe(self) -> str:
         return f"CSV folder {self.folder}"
@@ -154,6 +158,35 @@ class CsvFolderSource:
     def state(self) -> str | None:
         return files_digest(self._files.values())
 
+    def listing(self) -> str:
+        """A digest of each file's name, size, modification time and inode: cheap (no byte is
+        read), and different whenever the files may be. Equal listings say nothing of the bytes;
+        a different one tells a sync that the content digest (`state`) need not be taken before
+        the files are read, as their reading takes it (`state_as_read`)."""
+        listed = []
+        for path in self._files.values():
+            try:
+                found = path.stat()
+            except OSError:
+                return ""
+            listed.append(f"{path.name}\0{found.st_size}\0{found.st_mtime_ns}\0{found.st_ino}")
+        return hashlib.sha256("\0\0".join(listed).encode("utf-8", "surrogatepass")).hexdigest()
+
+    def state_as_read(self) -> str | None:
+        """`state`, from the bytes this source's line digests read (each file's first whole
+        reading, which the sync's rows came from or followed): what was synced, whatever was saved
+        since. None when a file was not read whole (then the next sync takes `state` anew)."""
+        for path, started in self._digesting.items():  # read ahead, but asked for by no table
+            try:
+                found = started.result()
+            except (OSError, CancelledError):
+                return None
+            if found is not None and found.content is not None:
+                self._read.setdefault(path, found.content)
+        if not all(path in self._read for path in self._files.values()):
+            return None
+        return named_digest((path.name, self._read[path]) for path in self._files.values())
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
@@ -181,8 +214,10 @@ def line_digests(path: Path, kept: KeptLines | None = None) -> RowDigests | None
     re-sync's reading costs little more than the blocks that changed. Each block's place in the
     file is kept, so the few lines a re-sync wants are read again by offset. None otherwise."""
     digester = _LineDigester(kept)
+    content = hashlib.sha256()  # of every byte read: the file's state, as this reading saw it
     with path.open("rb") as handle:
         head = handle.read(len(codecs.BOM_UTF8))
+        content.update(head)
         base = len(head) if head == codecs.BOM_UTF8 else 0  # the file offset of `data[0]`
         carry = b"" if base else head
         # One buffer for every read, no bigger than the file, the bytes not taken yet moved to
@@ -195,6 +230,7 @@ def line_digests(path: Path, kept: KeptLines | None = None) -> RowDigests | None
                 data = bytearray(2 * len(carry) + chunk)
             data[: len(carry)] = carry
             got = handle.readinto(memoryview(data)[len(carry) : len(carry) + chunk])
+            content.update(memoryview(data)[len(carry) : len(carry) + got])  # the GIL let go
             size = len(carry) + got
             if data.find(b"\x00", 0, size) >= 0:  # NULs to remove and count: the whole reading does that
                 return None
@@ -223,6 +259,7 @@ def line_digests(path: Path, kept: KeptLines | None = None) -> RowDigests | None
             path, positions, starts, end, open_last, (low, high, blocks), fresh
         ),
         blocks=blocks,
+        content=content.digest(),
     )
 
 
