@@ -252,3 +252,27 @@ def test_changed_lines_come_from_the_reading_that_checksummed_them(
     path.write_text("\n".join(["id,name", *edited]) + "\n")
     with pytest.raises(SourceError, match="changed while the sync was reading it"):
         found.fetch([3])
+
+
+def test_changed_lines_decoded_together_read_as_each_on_its_own(tmp_path: Path) -> None:
+    """`decode_many` (one reader for all of a re-sync's changed lines) gives what `decode` gives
+    each line on its own, findings too: blank, quoted, formula-error and malformed lines, a
+    quote left open into the next line, repeated and unnamed columns."""
+    from vedana.sources.csv_folder import CsvFolderSource
+
+    rnd = random.Random(5)
+    cells = ["", " ", "x", "#N/A", "#x", '"a,b"', '"say ""hi"""', "é", '"open', 'sh"ut']
+    for trial in range(300):
+        header = rnd.choice(["id,name,note", "id,name,name", "id,,note"])
+        lines = []
+        for _ in range(rnd.randint(1, 12)):
+            width = 3 if rnd.random() < 0.9 else rnd.choice([1, 2, 4])
+            lines.append(",".join(rnd.choice(cells) for _ in range(width)) + "\n")
+        folder = tmp_path / str(trial)
+        folder.mkdir()
+        (folder / "Anchor_t.csv").write_text(header + "\n" + "".join(lines), encoding="utf-8")
+        one, many = CsvFolderSource(folder), CsvFolderSource(folder)
+        each, together = one.table("Anchor_t"), many.table("Anchor_t")
+        assert each is not None and together is not None
+        assert together.decode_all(lines) == [each.decode_raw(line) for line in lines], trial
+        assert one.findings.to_dict() == many.findings.to_dict(), trial

@@ -37,7 +37,7 @@ import hashlib
 import json
 from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import compress, islice
 from typing import TYPE_CHECKING, Any
@@ -993,11 +993,15 @@ def _check_added_ids(normalizer: Normalizer, summary: dict[str, Any], added: dic
 def _subset(table: RawTable, scan: _Scan, recorder: Recorder, *, anchor: bool) -> RawTable:
     """The table's changed and new rows only, decoded, their digests kept by `recorder`."""
     rows = scan.changed
+    decode: Callable[[Any], dict[str, Any]] = table.decode_raw
+    if table.decode_many is not None:  # all at once; equal texts decode alike
+        texts = [raw for _, raw in rows]
+        decode = dict(zip(texts, table.decode_all(texts), strict=True)).__getitem__
     part = RawTable(
         name=table.name,
         columns=table.columns,
         _raw_rows=lambda: iter(rows),
-        decode=table.decode_raw,
+        decode=decode,
         row_count=len(rows),
     )
     return recorder.reading(part, anchor)

@@ -112,6 +112,8 @@ class RawTable:
     decode: Any = field(repr=False, default=None)
     # Optional: `(raw, column ids) -> cells` of just those columns (a re-sync's id/display pass).
     decode_columns: Any = field(repr=False, default=None)
+    # Optional: `decode` of many raw rows at once, in order (a re-sync's changed CSV lines).
+    decode_many: Any = field(repr=False, default=None)
     # Optional: every row's key and digest at once (`RowDigests`), or None when this table
     # cannot give them that way this time; then `row_digest` of each raw row stands in.
     _digests: Any = field(repr=False, default=None)
@@ -136,6 +138,12 @@ class RawTable:
         """Cells of a raw row (from `raw_rows`, or fetched through `digests`); decoded cells
         pass through."""
         return self.decode(raw) if self.decode is not None and not isinstance(raw, dict) else raw
+
+    def decode_all(self, raws: list[Any]) -> list[dict[str, Any]]:
+        """`decode_raw` of each raw row, in order (at once when the source can)."""
+        if self.decode_many is not None and not any(isinstance(raw, dict) for raw in raws):
+            return list(self.decode_many(raws))
+        return [self.decode_raw(raw) for raw in raws]
 
     def decode_some(self, raw: Any, names: list[str]) -> dict[str, Any]:
         """The cells of `names` only (all of them when the source cannot pick)."""

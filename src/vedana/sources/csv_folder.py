@@ -15,7 +15,7 @@ import hashlib
 import os
 import zlib
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from itertools import accumulate, chain, pairwise
 from pathlib import Path
@@ -90,67 +90,26 @@ class CsvFolderSource:
                 header = csv_header(handle)
         except UnicodeDecodeError:
             raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
-        columns = {h: Column(id=h) for h in header if h}
-        unnamed = "" in header  # a column without a name: never part of a row
+        records = _Records(path, header, self.findings)
 
         def rows() -> Iterator[tuple[int, dict[str, Any]]]:
             findings = self.findings.start(str(path), "line")
             try:
                 with path.open(encoding="utf-8-sig", newline="") as handle:
-                    _, records = csv_records(handle, findings)
-                    for number, row in records:
-                        # `from_text` of an untyped cell is the text itself, None when empty, or
-                        # a formula error ("#…"): zip the row straight into a dict (the last of a
-                        # repeated column wins, as in the general way), and call it only for rows
-                        # with a cell that may be an error.
-                        if "\n#" in "\n" + "\n".join(row):
-                            yield (
-                                number,
-                                {h: from_text(v, columns[h]) for h, v in zip(header, row, strict=False) if h},
-                            )
-                            continue
-                        cells: dict[str, Any] = dict(zip(header, row, strict=False))
-                        if unnamed:
-                            cells.pop("", None)
-                        if "" in row:
-                            for h, v in cells.items():
-                                if not v:
-                                    cells[h] = None
-                        yield number, cells
+                    _, read = csv_records(handle, findings)
+                    cells = records.cells
+                    for number, row in read:
+                        yield number, cells(row)
             except UnicodeDecodeError:
                 raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
 
-        width = len(header)
-        positions = {h: i for i, h in enumerate(header) if h}
-
-        def fields(text: str) -> list[str]:
-            """One record's fields, read as `csv_records` reads them (only for files whose lines
-            are their records, `line_digests`); a malformed one goes to the findings, as the
-            whole file's reading would list it, and reads as a blank row."""
-            try:
-                row = next(csv.reader([text.rstrip("\r\n")], strict=True), [])
-                why = "" if not row or len(row) == width else f"{len(row)} fields, header has {width}"
-            except csv.Error as exc:
-                row, why = [], str(exc)
-            if why:
-                found = self.findings.tables.get(str(path)) or self.findings.start(str(path), "line")
-                found.malformed_row(0, why)
-                return []
-            return [] if all(not cell.strip() for cell in row) else row
-
-        def decode(text: str) -> dict[str, Any]:
-            return {h: from_text(v, columns[h]) for h, v in zip(header, fields(text), strict=False) if h}
-
-        def decode_columns(text: str, names: list[str]) -> dict[str, Any]:
-            row = fields(text)
-            return {n: from_text(row[positions[n]], columns[n]) for n in names if n in positions and row}
-
         return RawTable(
             name=name,
-            columns=columns,
+            columns=records.columns,
             _rows=rows,
-            decode=decode,
-            decode_columns=decode_columns,
+            decode=records.decode,
+            decode_columns=records.decode_columns,
+            decode_many=records.decode_many,
             _digests=lambda: self._digests_of(path),
             header=tuple(header),
         )
@@ -191,6 +150,79 @@ class CsvFolderSource:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool, self._digesting = None, {}
+
+
+class _Records:
+    """A CSV file's records made cells: the rows of a whole reading (`cells`), and lines read on
+    their own (`decode`, `decode_many`, `decode_columns`; only for files whose lines are their
+    records, `line_digests`), the same cells either way."""
+
+    def __init__(self, path: Path, header: list[str], findings: SourceFindings) -> None:
+        self.path, self.header, self.findings = path, header, findings
+        self.columns = {h: Column(id=h) for h in header if h}
+        self.width = len(header)
+        self.positions = {h: i for i, h in enumerate(header) if h}
+        self.cells = _cells_of(header, self.columns)  # a record's cells
+
+    def fields(self, text: str) -> list[str]:
+        """One record's fields, read as `csv_records` reads them; a malformed one goes to the
+        findings, as the whole file's reading would list it, and reads as a blank row."""
+        try:
+            row = next(csv.reader([text.rstrip("\r\n")], strict=True), [])
+            why = "" if not row or len(row) == self.width else f"{len(row)} fields, header has {self.width}"
+        except csv.Error as exc:
+            row, why = [], str(exc)
+        if why:
+            found = self.findings.tables.get(str(self.path)) or self.findings.start(str(self.path), "line")
+            found.malformed_row(0, why)
+            return []
+        return [] if all(not cell.strip() for cell in row) else row
+
+    def decode(self, text: str) -> dict[str, Any]:
+        return self.cells(self.fields(text))
+
+    def decode_many(self, texts: list[str]) -> list[dict[str, Any]]:
+        """`decode` of each text, parsed by one reader for them all (a reader per line cost more
+        than its line): when each text reads as one well-formed record, else one at a time, so a
+        malformed one is listed as `fields` lists it."""
+        reader = csv.reader([text.rstrip("\r\n") for text in texts], strict=True)
+        try:
+            rows = list(reader)
+        except csv.Error:
+            return list(map(self.decode, texts))
+        if (
+            reader.line_num != len(texts)
+            or len(rows) != len(texts)
+            or any(row and len(row) != self.width for row in rows)
+        ):
+            return list(map(self.decode, texts))
+        return [self.cells(row) if any(cell.strip() for cell in row) else {} for row in rows]
+
+    def decode_columns(self, text: str, names: list[str]) -> dict[str, Any]:
+        row, positions = self.fields(text), self.positions
+        return {n: from_text(row[positions[n]], self.columns[n]) for n in names if n in positions and row}
+
+
+def _cells_of(header: list[str], columns: dict[str, Column]) -> Callable[[list[str]], dict[str, Any]]:
+    """A record's cells, by a closure (a whole reading calls it per row). `from_text` of an
+    untyped cell is the text itself, None when empty, or a formula error ("#…"): the row is
+    zipped straight into a dict (the last of a repeated column wins, as in the general way), and
+    only a row with a cell that may be an error goes through it."""
+    unnamed = "" in header  # a column without a name: never part of a row
+
+    def cells(row: list[str]) -> dict[str, Any]:
+        if "\n#" in "\n" + "\n".join(row):
+            return {h: from_text(v, columns[h]) for h, v in zip(header, row, strict=False) if h}
+        found: dict[str, Any] = dict(zip(header, row, strict=False))
+        if unnamed:
+            found.pop("", None)
+        if "" in row:
+            for h, v in found.items():
+                if not v:
+                    found[h] = None
+        return found
+
+    return cells
 
 
 _READ = 1 << 20  # bytes read at a time: each read gives the GIL away, and waits to have it back
