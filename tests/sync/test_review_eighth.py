@@ -310,8 +310,11 @@ def test_full_and_data_model_only_store_as_before(
     assert after_full["data"] == _digest_of(data)
     assert after_full["data_files"] == CsvFolderSource(data).listing()
     _lines(PEOPLE, _rename(2, b"w"))(data)
-    sync(settings, data_model=model, data_model_only=True)
+    _crlf("Anchors.csv")(model)  # other bytes, the same data model: staging still the data's
+    only = sync(settings, data_model=model, data_model_only=True)
+    assert not only.unchanged_early and not only.data_model.changed
     kept = _stored(pg_engine)
+    assert kept["data_model"] != after_full["data_model"]
     assert (kept["data"], kept["data_files"]) == (after_full["data"], after_full["data_files"])
     report = sync(settings, data_model=model, data=data)
     assert not report.unchanged_early and report.nodes["person"].updated == 1
@@ -580,3 +583,39 @@ def test_the_keep_budget_holds_exactly_to_its_edge(
         wanted = list(range(changed[0] * LINE_BLOCK, len(found.low)))[:LINE_BLOCK]
         expected = [line.decode() + "\n" for line in _data_lines(path.read_bytes())]
         assert found.fetch(wanted) == [expected[i] for i in wanted]
+
+
+class _HeaderSavedAfterItsReading(CsvFolderSource):
+    """A folder whose `PEOPLE` file is saved again (a column renamed, the same size and mtime)
+    right after the sync read its header, before its lines are read (as when its digests were
+    still queued behind other files': here never read ahead)."""
+
+    def prefetch_digests(self, kept: Any = None) -> None:
+        pass
+
+    def table(self, name: str) -> Any:
+        found = super().table(name)
+        path = self.folder / PEOPLE
+        if name == PEOPLE[:-4] and b"person_name" in path.read_bytes()[:200]:
+            _same_size_and_time(PEOPLE, b"person_name", b"person_NAME")(self.folder)
+        return found
+
+
+def test_a_header_saved_again_after_its_reading_is_not_stored_as_synced(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
+) -> None:
+    """The state stored must describe bytes no newer than staging's: a header read by `table()`
+    before the file was saved again (and its lines read after) leaves staging with the old
+    column names, so the next sync, finding the same listing, must not stop early on a digest
+    of the new header's file; it must end as `--full` of those files does."""
+    work = _copy(pg_engine, kb, tmp_path)
+    data, model = work / "data", work / "model"
+    sync(settings, data_model=model, data=data)
+    _lines(PEOPLE, _rename(3, b"x"))(data)  # the listing changes: the digest taken by the reading
+    sync(settings, data_model=model, data=_HeaderSavedAfterItsReading(data))
+    assert b"person_NAME" in (data / PEOPLE).read_bytes()
+    report = sync(settings, data_model=model, data=data)
+    assert not report.unchanged_early
+    quick = staging_state(pg_engine)
+    sync(settings, data_model=model, data=data, full=True)
+    assert staging_state(pg_engine) == quick
