@@ -25,7 +25,8 @@ from vedana.config import Settings
 from vedana.errors import SourceError
 from vedana.etl.sync import STATE_KEY, SyncReport, sync
 from vedana.sources import csv_folder
-from vedana.sources.base import LINE_BLOCK, KeptLines, files_digest
+from vedana.sources.base import LINE_BLOCK, Column, KeptLines, files_digest
+from vedana.sources.cells import from_text
 from vedana.sources.csv_folder import CsvFolderSource, line_digests
 from vedana.sources.findings import SourceFindings
 from vedana.stores.staging import get_state
@@ -339,6 +340,49 @@ def test_a_strict_sync_that_fails_stores_nothing_and_the_next_one_reads_again(
     assert _stored(pg_engine)["data"] == _digest_of(data)
 
 
+def _set_field(i: int, column: int, value: bytes) -> Callable[[list[bytes]], list[bytes]]:
+    def fn(lines: list[bytes]) -> list[bytes]:
+        fields = next(csv.reader([lines[i].decode()]))
+        out = io.StringIO()
+        csv.writer(out, lineterminator="").writerow(fields)
+        assert out.getvalue().encode() == lines[i]  # the line as csv writes it: fields split right
+        fields[column] = value.decode()
+        out = io.StringIO()
+        csv.writer(out, lineterminator="").writerow(fields)
+        return [*lines[:i], out.getvalue().encode(), *lines[i + 1 :]]
+
+    return fn
+
+
+def test_changed_lines_decoded_together_resync_as_full(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
+) -> None:
+    """Changed lines that are duplicates of each other, formula errors, blank cells, malformed
+    (too few fields, a quote left open) among well-formed ones: decoded at once or one by one,
+    the re-syncs end as `--full` does, findings and all."""
+    edits: list[Edit] = [
+        _lines(PEOPLE, _both_lines(_set_field(4, 2, b"#N/A"), _set_field(8, 1, b"#DIV/0!"))),
+        _lines(PEOPLE, _both_lines(_set_field(10, 2, b""), _set_field(11, 3, b" "))),
+        _lines(LINKS, lambda lines: [*lines, b",,,,,", b",,,,,"]),  # the same blank line twice
+        _lines(LINKS, lambda lines: [lines[0], lines[1].replace(b"beginner", b"expert"), *lines[2:]]),
+        _lines(LINKS, lambda lines: [*lines[:5], b"person:0002,interest:0001", *lines[5:]]),
+        _lines(LINKS, lambda lines: [*lines[:9], lines[9] + b',"open', *lines[10:]]),
+        _lines(LINKS, lambda lines: [*lines, lines[3], lines[3]]),  # the same new edge twice
+    ]
+    reports, _ = _as_full(settings, pg_engine, kb, tmp_path, None, edits)
+    assert any(r.findings for r in reports)
+    assert any(p.startswith("incremental") for r in reports for p in r.paths.values())
+
+
+def _both_lines(*fns: Callable[[list[bytes]], list[bytes]]) -> Callable[[list[bytes]], list[bytes]]:
+    def fn(lines: list[bytes]) -> list[bytes]:
+        for f in fns:
+            lines = f(lines)
+        return lines
+
+    return fn
+
+
 # --- decode_many: one reader for many lines, the cells and findings of one each ------------
 
 
@@ -350,6 +394,8 @@ def _random_field(rnd: random.Random) -> str:
             "x",
             "#N/A",
             "#REF!",
+            "#DIV/0!",
+            "#ValueError",
             "# not an error?",
             "a#b",
             '"q,uoted"',
@@ -416,7 +462,12 @@ def _random_file(rnd: random.Random, header: list[str]) -> bytes:
     """A CSV file whose lines are its records (no line break inside a cell)."""
     rows = []
     for _ in range(rnd.randint(0, 3 * LINE_BLOCK)):
-        fields = [rnd.choice(["", " ", "x", "#N/A", "#REF!", "a,b", 'say "hi"', "é", "  "]) for _ in header]
+        fields = [
+            rnd.choice(
+                ["", " ", "x", "#N/A", "#DIV/0!", "#TypeError", "#CircularRef", "a,b", 'say "hi"', "é"]
+            )
+            for _ in header
+        ]
         out = io.StringIO()
         csv.writer(out, lineterminator="\n").writerow(fields)
         rows.append(out.getvalue())
@@ -445,6 +496,20 @@ def test_lines_decoded_together_are_the_whole_readings_rows(tmp_path: Path) -> N
         texts = digests.fetch(list(range(len(digests.low))))
         assert table.decode_all(texts) == whole, trial
         assert [table.decode_raw(t) for t in texts] == whole, trial
+        assert whole == _cells_the_general_way(folder / "T.csv"), trial
+
+
+def _cells_the_general_way(path: Path) -> list[dict[str, Any]]:
+    """Each record's cells as `from_text` gives them, column by column (the way before the
+    shortcut of `_cells_of`): a blank record has none."""
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        header, *rows = list(csv.reader(handle))
+    return [
+        {h: from_text(v, Column(id=h)) for h, v in zip(header, row, strict=False) if h}
+        if any(v.strip() for v in row)
+        else {}
+        for row in rows
+    ]
 
 
 # --- fresh lines: kept from the reading that checksummed them -----------------------------
