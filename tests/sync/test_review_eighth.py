@@ -207,6 +207,57 @@ def test_a_changed_file_with_a_carriage_return_in_a_cell_resyncs(
     reports, _ = _as_full(settings, pg_engine, kb, tmp_path, people, [_lines(PEOPLE, _rename(9, b" Jr"))])
     assert reports[0].paths["Anchor_person"].startswith("incremental")
     assert reports[0].nodes["person"].updated == 1
+    # Its reading gave no digest of the folder (None stored): the next sync compares the
+    # contents (and stores their digest), the one after stops early.
+    work = tmp_path / "kb"
+    assert not sync(settings, data_model=work / "model", data=work / "data").unchanged_early
+    assert sync(settings, data_model=work / "model", data=work / "data").unchanged_early
+
+
+def _random_edit(seed: int) -> Edit:
+    """One of many edits (the same each time it is made), in place with the same size and
+    mtime one time in three."""
+
+    def edit(data: Path) -> None:
+        rnd = random.Random(seed)
+        name = rnd.choice([PEOPLE, LINKS, "Anchor_interest.csv"])
+        path = data / name
+        lines = path.read_bytes().split(b"\n")
+        i = rnd.randrange(1, len(lines) - 1)
+        kind = rnd.randrange(6)
+        if kind < 2:  # same size, same mtime: only the bytes tell
+            line = lines[i]
+            j = line.index(b",") + 1
+            new = line[:j] + line[j:][::-1] if kind == 0 else line[:j] + line[j:].swapcase()
+            if new != line and b'"' not in line:
+                _same_size_and_time(name, b"\n" + line + b"\n", b"\n" + new + b"\n")(data)
+                return
+            _touch(data)
+        elif kind == 2:
+            _touch(data)
+        elif kind == 3:
+            moved = [*lines[:i], *lines[i + 1 : -1], lines[i], lines[-1]]  # a line moved to the end
+            path.write_bytes(b"\n".join(moved))
+        elif kind == 4:
+            path.write_bytes(b"\n".join([*lines[:i], *lines[i + 1 :]]))
+        else:
+            _crlf(name)(data)
+
+    return edit
+
+
+def test_random_edits_in_place_or_not_resync_as_full(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
+) -> None:
+    """A chain of random edits, a third of them rewrites that keep a file's size and mtime_ns:
+    after each, the re-sync ends as `--full` does (none stops early on bytes it has not seen)."""
+    rnd = random.Random(2026)
+    edits = [_random_edit(rnd.randrange(1 << 30)) for _ in range(10)]
+    reports, stored = _as_full(settings, pg_engine, kb, tmp_path, None, edits)
+    assert not any(r.unchanged_early for r in reports)  # every edit left bytes or a time to see
+    assert any(p.startswith("incremental") for r in reports for p in r.paths.values())
+    data = tmp_path / "kb" / "data"
+    assert stored[-1]["data"] in (None, _digest_of(data))
 
 
 # --- the state stored: the files' as read, never newer than staging ------------------------
