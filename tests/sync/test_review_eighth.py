@@ -7,6 +7,7 @@ the lines digested, a stored state never newer than staging, the same cells and 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import os
 import random
@@ -732,6 +733,56 @@ def test_a_header_saved_again_after_its_reading_is_not_stored_as_synced(
     assert b"person_NAME" in (data / PEOPLE).read_bytes()
     report = sync(settings, data_model=model, data=data)
     assert not report.unchanged_early
+    quick = staging_state(pg_engine)
+    sync(settings, data_model=model, data=data, full=True)
+    assert staging_state(pg_engine) == quick
+
+
+@pytest.mark.parametrize("budget", [8 << 20, 0], ids=["lines-kept", "lines-read-again"])
+def test_a_file_saved_again_after_its_lines_were_read_is_read_again_next_time(
+    settings: Settings,
+    pg_engine: Engine,
+    kb: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    budget: int,
+) -> None:
+    """A file saved again (same size, same mtime_ns) right after the re-sync digested it: the
+    sync stores the digest of what it read, the next one sees other bytes and syncs them, as
+    `--full` does; never "unchanged" over a staging that lacks the second edit."""
+    monkeypatch.setattr(csv_folder, "_KEEP_BYTES", budget)
+    work = _copy(pg_engine, kb, tmp_path)
+    data, model = work / "data", work / "model"
+    sync(settings, data_model=model, data=data)
+    _lines(PEOPLE, _rename(3, b"x"))(data)
+    lines = (data / PEOPLE).read_bytes().split(b"\n")
+    old = lines[40]
+    new = old[:12] + old[12:][::-1]
+    assert new != old
+    real = csv_folder.line_digests
+    read: list[bytes] = []
+
+    def saved_again_after(path: Path, kept: KeptLines | None = None) -> Any:
+        found = real(path, kept)
+        if path.name == PEOPLE and not read:
+            read.append(path.read_bytes())
+            _same_size_and_time(PEOPLE, b"\n" + old + b"\n", b"\n" + new + b"\n")(data)
+        return found
+
+    monkeypatch.setattr(csv_folder, "line_digests", saved_again_after)
+    report = sync(settings, data_model=model, data=data)
+    monkeypatch.setattr(csv_folder, "line_digests", real)
+    assert read and report.nodes["person"].updated == 1
+    files = sorted(data.glob("*.csv"))
+    as_read = [read[0] if p.name == PEOPLE else p.read_bytes() for p in files]
+    digest = files_digest(files)
+    assert _stored(pg_engine)["data"] != f"CSV folder {data}@{digest}"
+    named = hashlib.sha256()
+    for path, content in zip(files, as_read, strict=True):
+        named.update(path.name.encode() + b"\0" + hashlib.sha256(content).digest())
+    assert _stored(pg_engine)["data"] == f"CSV folder {data}@{named.hexdigest()}"
+    again = sync(settings, data_model=model, data=data)
+    assert not again.unchanged_early and again.nodes["person"].updated == 1
     quick = staging_state(pg_engine)
     sync(settings, data_model=model, data=data, full=True)
     assert staging_state(pg_engine) == quick
