@@ -828,3 +828,27 @@ def test_a_file_read_once_gives_its_state(tmp_path: Path, content: bytes) -> Non
         assert source.state_as_read() == source.state()
     finally:
         source.close()
+
+
+def _restore(kb: Path, name: str) -> Edit:
+    def edit(data: Path) -> None:
+        shutil.copyfile(kb / "data" / name, data / name)
+
+    return edit
+
+
+def test_a_file_emptied_and_grown_back_resyncs_as_full(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
+) -> None:
+    """A link file cut to its header, to nothing at all, grown back, then all its lines but
+    the last line break: each re-sync ends as `--full` does and stores the files' digest."""
+    edits: list[Edit] = [
+        _lines(LINKS, lambda lines: []),
+        lambda data: (data / LINKS).write_bytes(b""),
+        _restore(kb, LINKS),
+        _open_end(LINKS),
+        _lines(LINKS, lambda lines: lines[:LINE_BLOCK]),
+        _restore(kb, LINKS),
+    ]
+    _, stored = _as_full(settings, pg_engine, kb, tmp_path, None, edits)
+    assert stored[-1]["data"] == _digest_of(tmp_path / "kb" / "data")
