@@ -994,7 +994,9 @@ def _subset(table: RawTable, scan: _Scan, recorder: Recorder, *, anchor: bool) -
     """The table's changed and new rows only, decoded, their digests kept by `recorder`."""
     rows = scan.changed
     decode: Callable[[Any], dict[str, Any]] = table.decode_raw
-    if table.decode_many is not None:  # all at once; equal texts decode alike
+    # All at once; equal texts decode alike. Not for rows read as cells (a CSV file whose lines
+    # were not digested, as one with a carriage return inside a cell): a dict is no key.
+    if table.decode_many is not None and not any(isinstance(raw, dict) for _, raw in rows):
         texts = [raw for _, raw in rows]
         decode = dict(zip(texts, table.decode_all(texts), strict=True)).__getitem__
     part = RawTable(

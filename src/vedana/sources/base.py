@@ -181,6 +181,8 @@ class RowDigests:
     blocks: array | None = None
     # The SHA-256 of a CSV file's bytes as this reading took them; None for other sources.
     content: bytes | None = None
+    # A CSV file's header line (without a BOM or its line break) as this reading took it.
+    head: bytes | None = None
 
 
 def line_keys(count: int) -> array:

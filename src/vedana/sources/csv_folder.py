@@ -48,7 +48,10 @@ class CsvFolderSource:
         self.findings = SourceFindings()
         self._pool: ThreadPoolExecutor | None = None
         self._digesting: dict[Path, Future[RowDigests | None]] = {}
-        self._read: dict[Path, bytes] = {}  # each file's SHA-256 as its first whole reading took it
+        # Each file's SHA-256 as its first whole reading took it; None when that reading's
+        # header was not the one `table()` read (the file saved in between): no state then.
+        self._read: dict[Path, bytes | None] = {}
+        self._headers: dict[Path, list[str] | None] = {}  # as `table()` read them; None: it differed
 
     def prefetch_digests(self, kept: Mapping[str, KeptLines] | None = None) -> None:
         """Start checksumming every file's lines in a thread of its own, for the re-sync about to
@@ -72,8 +75,21 @@ class CsvFolderSource:
         except OSError as exc:
             raise SourceError(f"{path} could not be read ({exc.strerror}); check the folder") from None
         if found is not None and found.content is not None:
-            self._read.setdefault(path, found.content)
+            self._read.setdefault(path, found.content if self._headed(path, found.head) else None)
         return found
+
+    def _headed(self, path: Path, head: bytes | None) -> bool:
+        """Whether a reading's header line is the header `table()` read before it: the cells
+        synced are named by that one, and a state of bytes with another would be newer."""
+        if path not in self._headers:
+            return True
+        header = self._headers[path]
+        if header is None or head is None:
+            return False
+        try:
+            return csv_header([head.decode("utf-8")]) == header
+        except (UnicodeDecodeError, csv.Error):
+            return False
 
     def describe(self) -> str:
         return f"CSV folder {self.folder}"
@@ -90,6 +106,7 @@ class CsvFolderSource:
                 header = csv_header(handle)
         except UnicodeDecodeError:
             raise SourceError(f"{path} is not UTF-8 text; save it as UTF-8 CSV") from None
+        self._headers[path] = header if self._headers.get(path, header) == header else None
         records = _Records(path, header, self.findings)
 
         def rows() -> Iterator[tuple[int, dict[str, Any]]]:
@@ -141,10 +158,11 @@ class CsvFolderSource:
             except (OSError, CancelledError):
                 return None
             if found is not None and found.content is not None:
-                self._read.setdefault(path, found.content)
-        if not all(path in self._read for path in self._files.values()):
+                self._read.setdefault(path, found.content if self._headed(path, found.head) else None)
+        read = [(path.name, self._read.get(path)) for path in self._files.values()]
+        if not all(content for _, content in read):
             return None
-        return named_digest((path.name, self._read[path]) for path in self._files.values())
+        return named_digest((name, content) for name, content in read if content)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -292,6 +310,7 @@ def line_digests(path: Path, kept: KeptLines | None = None) -> RowDigests | None
         ),
         blocks=blocks,
         content=content.digest(),
+        head=digester.head,
     )
 
 
@@ -324,6 +343,7 @@ class _LineDigester:
         self.end = 0  # the file offset past the last line
         self.open_last = False  # the last line has no line break
         self.header = True
+        self.head = b""  # the header line, without its line break
         self.fresh: dict[int, list[bytes]] = {}  # block -> its lines, without their line breaks
         # Bytes of lines `fresh` may still take: none with nothing kept to check against (a first
         # sync's reading, which fetches no line).
@@ -340,6 +360,7 @@ class _LineDigester:
                 if not eof:
                     return 0
                 line_break = size_of  # a header and nothing else
+            self.head = bytes(data[:line_break])
             pos, self.header = line_break + 1, False
         view = memoryview(data)[:size_of]
         kept, starts = self.kept_blocks, self.starts
