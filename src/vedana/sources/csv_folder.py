@@ -208,11 +208,8 @@ class _Records:
             rows = list(reader)
         except csv.Error:
             return list(map(self.decode, texts))
-        if (
-            reader.line_num != len(texts)
-            or len(rows) != len(texts)
-            or any(row and len(row) != self.width for row in rows)
-        ):
+        # Fewer records than texts: a quote opened on one line ran into the next.
+        if len(rows) != len(texts) or any(row and len(row) != self.width for row in rows):
             return list(map(self.decode, texts))
         return [self.cells(row) if any(cell.strip() for cell in row) else {} for row in rows]
 
