@@ -1172,3 +1172,36 @@ def test_the_stored_data_model_is_known_by_its_digest(
     assert edited.data_model.changed
     with pg_engine.connect() as conn:
         assert get_state(conn, DATA_MODEL_DIGEST_KEY) not in (None, digest)
+
+
+def test_old_keys_with_copy_escapes_are_tombstoned(
+    settings: Settings, pg_engine: Engine, kb: Path, tmp_path: Path
+) -> None:
+    """A person whose id holds a backslash (COPY's escape character) moves a link to another
+    interest and drops another link: the edges' old keys go to Postgres as the scope of the
+    re-sync, escaped, and are tombstoned exactly as a --full sync does."""
+    base = tmp_path / "base"
+    shutil.copytree(kb, base)
+    odd = "person:\\odd\\"
+    header, people = _rows(base / "data" / "Anchor_person.csv")
+    first = people[0][header.index("person_id")]
+
+    def rename(header: list[str], rows: list[list[str]], column: str) -> list[list[str]]:
+        at = header.index(column)
+        for row in rows:
+            if row[at] == first:
+                row[at] = odd
+        return rows
+
+    _change("Anchor_person", lambda h, rows: rename(h, rows, "person_id"))(base / "data")
+    _change("Link_person_has_interest", lambda h, rows: rename(h, rows, "from_node_id"))(base / "data")
+
+    def move(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+        mine = [row for row in rows if row[header.index("from_node_id")] == odd]
+        assert len(mine) >= 2
+        mine[0][header.index("to_node_id")] = "interest:0002"
+        return [row for row in rows if row is not mine[1]]
+
+    _resyncs_end_as_full_ones(
+        settings, pg_engine, base, tmp_path, [_change("Link_person_has_interest", move)]
+    )

@@ -395,13 +395,13 @@ class StagingWriter:
         self._close_copy()
         driver = self.conn.connection.driver_connection
         assert driver is not None
+        # Each stream formatted here and sent as one block: `write_row` a key at a time cost more
+        # than the statement (4 ms for a 1 % edit's 1,700 edge keys at 100k rows).
         with driver.cursor() as cursor:
             with cursor.copy("COPY _scope_nodes (node_type, node_id) FROM STDIN") as copy:
-                for key in nodes:
-                    copy.write_row(key)
+                copy.write("".join(f"{_copy_line(key)}\n" for key in nodes))
             with cursor.copy(f"COPY _scope_edges ({_EDGE_KEY}) FROM STDIN") as copy:
-                for edge in edges:
-                    copy.write_row(edge)
+                copy.write("".join(f"{_copy_line(edge)}\n" for edge in edges))
 
     # --- applying -----------------------------------------------------------------------------
 
