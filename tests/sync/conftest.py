@@ -1,5 +1,5 @@
 """Fixtures for sync tests: blank staging per test, the club documents, a fake Grist serving
-them, and settings pointing at it."""
+them, and settings pointing at it; a generated people knowledge base to copy and edit."""
 
 from __future__ import annotations
 
@@ -9,10 +9,20 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
+from bench.generate import generate
 from standins.fake_grist import FakeGrist
 from standins.grist_files import Doc, write_csv_folder
 from support.sync_kb import API_KEY, blank_staging, club_data, club_model, grist_settings
 from vedana.config import Settings
+
+
+@pytest.fixture(scope="session")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """400 rows of the bench's `people` shape as a CSV folder (seed 7), read only: tests copy it
+    before they edit it."""
+    out = tmp_path_factory.mktemp("people") / "kb"
+    generate("people", 400, 7, out, "csv")
+    return out
 
 
 @pytest.fixture(autouse=True)

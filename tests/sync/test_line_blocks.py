@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 
 from bench.edit import edit_csv_folder
 from bench.generate import generate
+from support.csv_lines import data_lines
 from support.sync_kb import blank_staging
 from vedana.config import Settings
 from vedana.sources import csv_folder
@@ -31,11 +32,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _expected(content: bytes) -> tuple[list[int], list[int], list[bytes]]:
     """Each data line's CRC-32 and Adler-32 and its bytes, worked out the plain way."""
-    if content.startswith(b"\xef\xbb\xbf"):
-        content = content[3:]
-    lines = content.split(b"\n")[1:]  # past the header
-    if lines and lines[-1] == b"":
-        lines.pop()
+    lines = data_lines(content)
     return [zlib.crc32(x) for x in lines], [zlib.adler32(x) for x in lines], lines
 
 

@@ -38,13 +38,6 @@ PEOPLE = "Anchor_person.csv"
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("review") / "kb"
-    generate("people", 400, 7, out, "csv")
-    return out
-
-
-@pytest.fixture(scope="module")
 def other_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("review-other") / "kb"
     generate("people", 400, 8, out, "csv")

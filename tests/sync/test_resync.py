@@ -30,13 +30,6 @@ from vedana.stores import tables as t
 Edit = Callable[[Path], None]
 
 
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("resync") / "kb"
-    generate("people", 400, 7, out, "csv")
-    return out
-
-
 def _rows(path: Path) -> tuple[list[str], list[list[str]]]:
     with path.open(encoding="utf-8", newline="") as f:
         reader = csv.reader(f)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from bench.generate import generate
+from support.csv_lines import data_lines, random_csv
 from support.sync_kb import blank_staging, report_counts, staging_state
 from vedana.config import Settings
 from vedana.errors import SourceError
@@ -35,13 +35,6 @@ from vedana.stores.staging import get_state
 Edit = Callable[[Path], None]
 PEOPLE = "Anchor_person.csv"
 LINKS = "Link_person_has_interest.csv"
-
-
-@pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("review8") / "kb"
-    generate("people", 400, 7, out, "csv")
-    return out
 
 
 # --- edits on a folder's files ------------------------------------------------------------
@@ -567,21 +560,6 @@ def _cells_the_general_way(path: Path) -> list[dict[str, Any]]:
 # --- fresh lines: kept from the reading that checksummed them -----------------------------
 
 
-def _file(rnd: random.Random, count: int, tag: str) -> bytes:
-    body = [f"{i},{tag}{'x' * rnd.randint(0, 40)}" for i in range(count)]
-    text = "\n".join(["id,name", *body]) + rnd.choice(["\n", ""])
-    if rnd.random() < 0.3:
-        text = text.replace("\n", "\r\n")
-    return (b"\xef\xbb\xbf" if rnd.random() < 0.2 else b"") + text.encode()
-
-
-def _data_lines(content: bytes) -> list[bytes]:
-    lines = content.removeprefix(b"\xef\xbb\xbf").split(b"\n")[1:]
-    if lines and lines[-1] == b"":
-        lines.pop()
-    return lines
-
-
 def _edited(rnd: random.Random, content: bytes) -> bytes:
     """Some lines changed, added or removed, in place or shifting the rest."""
     head, *lines = content.split(b"\n")
@@ -614,15 +592,17 @@ def test_fresh_lines_are_the_lines_digested_and_need_no_file(
         monkeypatch.setattr(csv_folder, "_READ", rnd.choice([7, 100, 1000, 1 << 20]))
         monkeypatch.setattr(csv_folder, "_KEEP_BYTES", rnd.choice([0, 500, 2000, 10_000, 8 << 20]))
         count = rnd.choice([1, LINE_BLOCK - 1, LINE_BLOCK, LINE_BLOCK + 1, rnd.randint(1, 10 * LINE_BLOCK)])
-        first = _file(rnd, count, "a")
+        first = random_csv(rnd, count, "a", longest=40, crlf=0.3)
         path.write_bytes(first)
         old = line_digests(path)
         assert old is not None and old.blocks is not None
-        content = _edited(rnd, first) if rnd.random() < 0.8 else _file(rnd, count, "b")
+        content = (
+            _edited(rnd, first) if rnd.random() < 0.8 else random_csv(rnd, count, "b", longest=40, crlf=0.3)
+        )
         path.write_bytes(content)
         found = line_digests(path, KeptLines(old.low, old.high, old.blocks))
         assert found is not None
-        lines = _data_lines(content)
+        lines = data_lines(content)
         assert len(found.low) == len(lines), trial
         assert list(found.low) == [zlib.crc32(line) for line in lines], trial
         kept = _fresh_of(found)
@@ -698,7 +678,7 @@ def test_the_keep_budget_holds_exactly_to_its_edge(
         assert found is not None
         assert sorted(_fresh_of(found)) == (changed if keeps else []), budget
         wanted = list(range(changed[0] * LINE_BLOCK, len(found.low)))[:LINE_BLOCK]
-        expected = [line.decode() + "\n" for line in _data_lines(path.read_bytes())]
+        expected = [line.decode() + "\n" for line in data_lines(path.read_bytes())]
         assert found.fetch(wanted) == [expected[i] for i in wanted]
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from support.csv_lines import data_lines, random_csv
 from vedana.errors import SourceError
 from vedana.sources import csv_folder
 from vedana.sources.base import LINE_BLOCK, KeptLines
@@ -100,24 +101,6 @@ def test_nan_inside_any_container_still_raises(value: Any) -> None:
 # --- changed lines read again a span of blocks at a time ---------------------------------------
 
 
-def _lines_of(content: bytes) -> list[bytes]:
-    """A file's data lines (past the header and a BOM), each as the sync digests it."""
-    if content.startswith(b"\xef\xbb\xbf"):
-        content = content[3:]
-    lines = content.split(b"\n")[1:]
-    if lines and lines[-1] == b"":
-        lines.pop()
-    return lines
-
-
-def _content(rnd: random.Random, count: int, tag: str) -> bytes:
-    body = [f"{i},{tag}{'x' * rnd.randint(0, 30)}" for i in range(count)]
-    text = "\n".join(["id,name", *body]) + rnd.choice(["\n", ""])
-    if rnd.random() < 0.2:
-        text = text.replace("\n", "\r\n")
-    return (b"\xef\xbb\xbf" if rnd.random() < 0.2 else b"") + text.encode()
-
-
 def _rewritten(rnd: random.Random, content: bytes) -> bytes:
     """The file saved again: a byte changed in place (same length), bytes cut from the end or
     added to it, or a line's bytes swapped with its neighbour's."""
@@ -160,13 +143,13 @@ def test_lines_read_again_are_the_ones_digested_or_the_read_fails(
         )
         kept = None
         if rnd.random() < 0.5:
-            path.write_bytes(_content(rnd, count, "a"))
+            path.write_bytes(random_csv(rnd, count, "a", longest=30, crlf=0.2))
             first = line_digests(path)
             assert first is not None and first.blocks is not None
             kept = KeptLines(first.low, first.high, first.blocks)
             count = max(1, count + rnd.randint(-3, 3))
         lines_tag = rnd.choice(["a", "b"])
-        content = _content(rnd, count, lines_tag)
+        content = random_csv(rnd, count, lines_tag, longest=30, crlf=0.2)
         if kept is not None and rnd.random() < 0.5:  # most blocks unchanged from the kept ones
             content = (
                 b"\xef\xbb\xbf" if content.startswith(b"\xef\xbb\xbf") else b""
@@ -174,7 +157,7 @@ def test_lines_read_again_are_the_ones_digested_or_the_read_fails(
         path.write_bytes(content)
         found = line_digests(path, kept)
         assert found is not None, trial
-        lines = _lines_of(content)
+        lines = data_lines(content)
         assert len(found.low) == len(lines), trial
         ends_open = not content.endswith(b"\n")
 
