@@ -74,9 +74,13 @@ class CsvFolderSource:
             found = line_digests(path) if started is None or started.cancel() else started.result()
         except OSError as exc:
             raise SourceError(f"{path} could not be read ({exc.strerror}); check the folder") from None
+        self._note_reading(path, found)
+        return found
+
+    def _note_reading(self, path: Path, found: RowDigests | None) -> None:
+        """Keep a whole reading's SHA-256 of the file, unless one came first (`state_as_read`)."""
         if found is not None and found.content is not None:
             self._read.setdefault(path, found.content if self._headed(path, found.head) else None)
-        return found
 
     def _headed(self, path: Path, head: bytes | None) -> bool:
         """Whether a reading's header line is the header `table()` read before it: the cells
@@ -157,8 +161,7 @@ class CsvFolderSource:
                 found = started.result()
             except (OSError, CancelledError):
                 return None
-            if found is not None and found.content is not None:
-                self._read.setdefault(path, found.content if self._headed(path, found.head) else None)
+            self._note_reading(path, found)
         read = [(path.name, self._read.get(path)) for path in self._files.values()]
         if not all(content for _, content in read):
             return None
