@@ -926,27 +926,39 @@ def test_link_outcomes_packed_in_runs_are_the_outcomes(order: str, monkeypatch: 
     assert not recorder.sound  # five rows given of six: line digests cannot stand for rows
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_differing_positions_are_those_compared_one_by_one(seed: int) -> None:
-    """The chunked comparison finds exactly the positions an element-wise one finds, within any
-    range, with tables of unequal lengths and with changes at chunk edges."""
+    """The XOR of whole arrays finds exactly the positions an element-wise comparison finds: of
+    one pair, or of two pairs at once (a position where either differs), with arrays of unequal
+    lengths, changes in any byte of an item, at either end, and none at all."""
     import random
 
     from vedana.sources.base import differing
 
     rng = random.Random(seed)
     n = rng.choice([0, 1, 7, 8, 9, 63, 64, 65, 1000])
-    old = array("I", (rng.getrandbits(32) for _ in range(n)))
-    new = array("I", old)
-    for i in rng.sample(range(n), k=min(n, rng.choice([0, 1, 3, n // 5 + 1]))):
-        new[i] ^= 1 << rng.randrange(32)
-    if rng.random() < 0.5:
-        new.extend(rng.getrandbits(32) for _ in range(rng.randrange(1, 20)))  # rows added
-    start = rng.randrange(0, max(1, len(new)))
-    stop = rng.randrange(start, len(new) + 1)
-    expected = [i for i in range(start, min(stop, len(old))) if new[i] != old[i]]
-    assert differing(new, old, start, stop) == expected
-    assert differing(new, old) == [i for i in range(min(len(new), len(old))) if new[i] != old[i]]
+    pairs = []
+    for _ in range(2):
+        old = array("I", (rng.getrandbits(32) for _ in range(n)))
+        new = array("I", old)
+        for i in rng.sample(range(n), k=min(n, rng.choice([0, 1, 3, n // 5 + 1]))):
+            new[i] ^= 1 << rng.randrange(32)
+        if n and rng.random() < 0.5:
+            new[rng.choice([0, n - 1])] ^= 1 << 31
+        if rng.random() < 0.5:
+            new.extend(rng.getrandbits(32) for _ in range(rng.randrange(1, 20)))  # rows added
+        pairs.append((new, old))
+
+    def one_by_one(new: array, old: array) -> set[int]:
+        return {i for i in range(min(len(new), len(old))) if new[i] != old[i]}
+
+    (new_low, old_low), (new_high, old_high) = pairs
+    assert differing((new_low, old_low)) == sorted(one_by_one(new_low, old_low))
+    both = one_by_one(new_low, old_low) | one_by_one(new_high, old_high)
+    assert differing((new_low, old_low), (new_high, old_high)) == sorted(both)
+    assert differing((old_low, old_low)) == []
+    with pytest.raises(ValueError, match="one item size"):
+        differing((new_low, old_low), (array("q", new_high), array("q", old_high)))
 
 
 def test_prefetched_digests_are_the_digests(tmp_path: Path) -> None:

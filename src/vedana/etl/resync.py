@@ -382,13 +382,13 @@ def _scan(table: RawTable, old: TableRows, *, movable: bool = False) -> _Scan:
         return _scan_rows(table, old, bulk)
     kept = len(old.keys)
     same_keys = bulk.keys[:kept] == old.keys  # maybe more after them
-    low_differ = differing(bulk.low[:kept], old.low) if same_keys else []
-    if same_keys and (not movable or len(low_differ) * _MOVED_SHARE <= kept):
-        return _scan_in_place(bulk, old, added=len(bulk.keys) - kept, low_differ=low_differ)
+    differ = differing((bulk.low, old.low), (bulk.high, old.high)) if same_keys else []
+    if same_keys and (not movable or len(differ) * _MOVED_SHARE <= kept):
+        return _scan_in_place(bulk, old, differ, added=len(bulk.keys) - kept)
     if movable and _are_lines(bulk.keys) and _are_lines(old.keys):
         return _scan_lines(bulk, old, table.name)
     if same_keys:
-        return _scan_in_place(bulk, old, added=len(bulk.keys) - kept, low_differ=low_differ)
+        return _scan_in_place(bulk, old, differ, added=len(bulk.keys) - kept)
     return _scan_rows(table, old, bulk)
 
 
@@ -551,21 +551,17 @@ def _find(low: array, high: array, start: int, want_low: int, want_high: int) ->
         start = at + 1
 
 
-def _scan_in_place(
-    bulk: RowDigests, old: TableRows, *, added: int = 0, low_differ: list[int] | None = None
-) -> _Scan:
+def _scan_in_place(bulk: RowDigests, old: TableRows, differ: list[int], *, added: int = 0) -> _Scan:
     """The same row keys in the same order (the usual edit), and `added` rows after them (a file
-    that grew at the end): compare digests a block at a time, row by row only within blocks that
-    differ; the added rows are new."""
+    that grew at the end): the rows whose digests differ from the kept ones (`differ`, ascending)
+    changed; the added rows are new."""
     low, high = bulk.low, bulk.high
     kept = len(old.keys)
     outcomes = _copy_of(old.outcomes)
     if added:
         outcomes = outcomes.extended(added) if isinstance(outcomes, KeptOutcomes) else outcomes + [""] * added
     scan = _Scan(bulk.keys, low, high, outcomes, blocks=bulk.blocks)
-    differ = set(differing(low[:kept], old.low) if low_differ is None else low_differ)
-    differ.update(differing(high[:kept], old.high))
-    positions = [*sorted(differ), *range(kept, kept + added)]
+    positions = [*differ, *range(kept, kept + added)]
     raws = bulk.fetch(positions)
     for i, raw in zip(positions, raws, strict=True):
         key = bulk.keys[i]
@@ -576,7 +572,7 @@ def _scan_in_place(
         scan.outcomes[i] = ""
         scan.changed.append((key, raw))
     # A patch covers the rows stored; rows added at the end are added to what is stored.
-    scan.patched = None if old.patched is None else differ | old.patched
+    scan.patched = None if old.patched is None else old.patched.union(differ)
     scan.stored = kept if added else None
     return scan
 

@@ -242,30 +242,34 @@ class KeptLines:
         return count if fits else 0
 
 
-# Elements compared a chunk at a time: with a 1 % edit spread evenly, ~8 % of 8-element chunks
-# differ, so few elements are ever compared one by one.
-_CHUNK = 8
+# A byte's flag: 0 stays 0, any other byte becomes 1 (`bytes.translate`).
+_NONZERO = bytes(1) + b"\x01" * 255
 
 
-def differing(new: array, old: array, start: int = 0, stop: int | None = None) -> list[int]:
-    """The positions in [start, stop) where two arrays of one type differ, ascending (positions
-    past the end of `old` are left out). Compared as bytes a chunk at a time (a memcmp), element
-    by element only within chunks that differ: a third of the time of an element-wise `map(ne)`
-    over a whole table's digests."""
-    stop = min(len(new) if stop is None else stop, len(old))
-    if start >= stop:
+def differing(*pairs: tuple[array, array]) -> list[int]:
+    """The positions where any (new, old) pair of arrays of one item size differ, ascending
+    (positions past the end of a shorter array are left out). Each pair is XORed as one big
+    integer and the pairs ORed, so the positions to visit are the nonzero bytes of one buffer,
+    found by `bytes.find`: all in C but the ~1 % of rows that differ, where comparing chunk by
+    chunk in Python was 2.7 ms for each of a 80k-line file's two digest halves."""
+    stop = min(min(len(new), len(old)) for new, old in pairs)
+    size = pairs[0][0].itemsize
+    either = 0
+    for new, old in pairs:
+        if new.itemsize != size or old.itemsize != size:
+            raise ValueError("differing: arrays of one item size only")
+        mine, theirs = new[:stop].tobytes(), old[:stop].tobytes()
+        if mine != theirs:
+            either |= int.from_bytes(mine, "little") ^ int.from_bytes(theirs, "little")
+    if not either:
         return []
-    size = new.itemsize
-    mine, theirs = new[start:stop].tobytes(), old[start:stop].tobytes()
-    if mine == theirs:
-        return []
+    flags = either.to_bytes(stop * size, "little").translate(_NONZERO)
     found: list[int] = []
-    step = _CHUNK * size
-    for at in range(0, len(mine), step):
-        if mine[at : at + step] != theirs[at : at + step]:
-            first = start + at // size
-            last = min(first + _CHUNK, stop)
-            found.extend(i for i in range(first, last) if new[i] != old[i])
+    at = flags.find(1)
+    while at >= 0:
+        position = at // size
+        found.append(position)
+        at = flags.find(1, (position + 1) * size)
     return found
 
 
