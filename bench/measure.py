@@ -148,7 +148,7 @@ class Meter:
         # Phases read this at every stage change, inside their timing: /proc directly costs
         # ~0.4 ms a tree, where psutil's walk of every process on the machine cost ~2.5 ms (a
         # sync's four stage changes added ~20 ms of this process's CPU to a 0.2 s re-sync).
-        total = _proc_tree_cpu(pid)
+        total = proc_tree_cpu(pid)
         return self._psutil_tree_cpu(pid) if total is None else total
 
     def _psutil_tree_cpu(self, pid: int) -> float:
@@ -251,7 +251,7 @@ class Meter:
         return total
 
 
-def _proc_tree_cpu(pid: int) -> float | None:
+def proc_tree_cpu(pid: int) -> float | None:
     """CPU seconds of `pid`, its live descendants and the children it has reaped, from Linux's
     /proc (each thread's `children` list); None where /proc cannot tell."""
     per_second = _clock_ticks()

@@ -6,7 +6,9 @@ A phase's result holds a list under `"ratios"`; each item is
      "ratio": float, "must_reach": str}
 
 (`ratio` = vedana ÷ baseline; `must_reach` like "≤ 1.5×" or "≤ 10 %", or "" when the issue sets
-no figure), optionally with `"pairs"`: the [vedana_s, baseline_s] of each back-to-back pair. With
+no figure), optionally with `"pairs"`: the [vedana_s, baseline_s] of each back-to-back pair, and
+`"engine_busy"`: {"engine", "vedana", "baseline", "pairs"}, the engine's CPU seconds ÷ the wall
+time of each side (medians, then each pair's), where the engine's process is on this machine. With
 several pairs the figures are medians: `ratio` is the median of the pairs' ratios, so one noisy
 pair on a shared machine does not decide it. The report prints every phase's ratios in one table,
 whichever phase holds them.
@@ -23,13 +25,21 @@ _TARGET = re.compile(r"^\s*(≤|<=|<|≥|>=|>)\s*([0-9]+(?:\.[0-9]+)?)\s*(×|x|%
 
 
 def ratio_entry(
-    measure: str, pairs: Sequence[tuple[float, float]], baseline: str, must_reach: str
+    measure: str,
+    pairs: Sequence[tuple[float, float]],
+    baseline: str,
+    must_reach: str,
+    *,
+    busy: tuple[str, Sequence[tuple[float, float] | None]] | None = None,
 ) -> dict[str, Any]:
-    """A ratio from back-to-back (vedana, baseline) timings; medians over the pairs."""
-    usable = [(v, b) for v, b in pairs if b > 0]
-    if not usable:
+    """A ratio from back-to-back (vedana, baseline) timings; medians over the pairs. `busy`: the
+    engine's name and, pair by pair, its CPU seconds while each side ran (None for a pair where
+    they were not measured)."""
+    kept = [k for k, (_, b) in enumerate(pairs) if b > 0]
+    if not kept:
         raise ValueError(f"{measure}: no pair with a positive baseline time")
-    return {
+    usable = [pairs[k] for k in kept]
+    entry = {
         "measure": measure,
         "vedana_s": round(median(v for v, _ in usable), 6),
         "baseline": baseline,
@@ -38,6 +48,25 @@ def ratio_entry(
         "must_reach": must_reach,
         "pairs": [[round(v, 6), round(b, 6)] for v, b in usable],
     }
+    if busy is not None:
+        engine, cpu = busy
+        if len(cpu) != len(pairs):
+            raise ValueError(f"{measure}: {len(cpu)} engine CPU figures for {len(pairs)} pairs")
+        shares: list[tuple[float, float] | None] = []
+        for k in kept:
+            seconds = cpu[k]
+            shares.append(
+                None if seconds is None else (seconds[0] / max(pairs[k][0], 1e-9), seconds[1] / pairs[k][1])
+            )
+        measured = [s for s in shares if s is not None]
+        if measured:
+            entry["engine_busy"] = {
+                "engine": engine,
+                "vedana": round(median(v for v, _ in measured), 3),
+                "baseline": round(median(b for _, b in measured), 3),
+                "pairs": [None if s is None else [round(s[0], 3), round(s[1], 3)] for s in shares],
+            }
+    return entry
 
 
 def met(entry: dict[str, Any]) -> bool | None:
@@ -85,6 +114,21 @@ def format_seconds(seconds: Any) -> str:
     if seconds >= 0.001:
         return f"{seconds * 1000:.1f} ms"
     return f"{seconds * 1e6:.0f} µs"
+
+
+def format_busy(entry: dict[str, Any]) -> str:
+    """ " (FalkorDB busy 97 % / 96 %)": the engine's CPU share of vedana's time, then of the
+    baseline's; "" when the entry has none."""
+    busy = entry.get("engine_busy")
+    if not busy:
+        return ""
+    return f" ({busy['engine']} busy {busy['vedana']:.0%} / {busy['baseline']:.0%})"
+
+
+BUSY_NOTE = (
+    "engine busy: the engine's CPU seconds ÷ the wall time, on vedana's side / the baseline's; near "
+    "100 % on both, the engine bounds both sides and the ratio is within the machine's noise of 1"
+)
 
 
 def format_met(entry: dict[str, Any]) -> str:

@@ -286,16 +286,18 @@ RATIO_HEADER = ["size", "measure", "vedana", "baseline (same run)", "ratio", "pa
 
 def ratio_rows(sizes: list[dict[str, Any]]) -> list[list[str]]:
     """One row per ratio held by any phase of any size: vedana ÷ its same-run baseline."""
-    from bench.ratios import format_met, format_ratio, format_seconds, size_ratios
+    from bench.ratios import format_busy, format_met, format_ratio, format_seconds, size_ratios
 
     rows = []
     for size in sizes:
         for _, entry in size_ratios(size):
             pairs = len(entry.get("pairs") or []) or 1
+            baseline = (
+                f"{entry.get('baseline', '')}: {format_seconds(entry.get('baseline_s'))}{format_busy(entry)}"
+            )
             rows.append([
-                size_label(size["rows"]), entry["measure"], format_seconds(entry.get("vedana_s")),
-                f"{entry.get('baseline', '')}: {format_seconds(entry.get('baseline_s'))}", format_ratio(entry),
-                str(pairs), entry.get("must_reach") or "–", format_met(entry),
+                size_label(size["rows"]), entry["measure"], format_seconds(entry.get("vedana_s")), baseline,
+                format_ratio(entry), str(pairs), entry.get("must_reach") or "–", format_met(entry),
             ])  # fmt: skip
     return rows
 
@@ -345,9 +347,17 @@ def render(results: dict[str, Any], console: Any) -> None:
         "add the local query-embedding time for the agent's tool.",
         f"wall time {results.get('wall_s')} s",
     ]
-    notes[-1:-1] = _few_vectors_notes(sizes)
+    notes[-1:-1] = _few_vectors_notes(sizes) + _busy_notes(sizes)
     for note in notes:
         console.print(f"· {note}", highlight=False)
+
+
+def _busy_notes(sizes: list[dict[str, Any]]) -> list[str]:
+    """What "engine busy" in the ratios table means, once, when a ratio shows it."""
+    from bench.ratios import BUSY_NOTE, size_ratios
+
+    shown = any(entry.get("engine_busy") for size in sizes for _, entry in size_ratios(size))
+    return [BUSY_NOTE] if shown else []
 
 
 SEARCH_AT_VECTORS = 100_000  # issue 13: search latency must hold at this many vectors
@@ -443,5 +453,6 @@ def markdown(results: dict[str, Any]) -> str:
             "median over back-to-back pairs):",
             "",
             _md_table(RATIO_HEADER, ratios, align_left=(1, 3, 6, 7)),
+            *(f"\n{note}" for note in _busy_notes(sizes)),
         ]
     return "\n".join(parts) + "\n"

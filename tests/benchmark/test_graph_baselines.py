@@ -29,8 +29,16 @@ def test_graph_baselines_measure_the_staged_rows_and_leave_no_graph_behind(
     assert rebuilds == [1, 1]  # the index's load is the first full pair; two more rebuilds
     full, incremental = found["ratios"]
     assert full["pairs"][0][0] == 1.0 and len(full["pairs"]) == len(incremental["pairs"]) == 3
+    # FalkorDB is a process of this machine here: each side's CPU share is measured, but for the
+    # index's own full pair, timed before the baselines ran.
+    assert [p is None for p in full["engine_busy"]["pairs"]] == [True, False, False]
+    assert all(p is not None for p in incremental["engine_busy"]["pairs"])
     for ratio in found["ratios"]:
-        assert set(ratio) == {"measure", "vedana_s", "baseline", "baseline_s", "ratio", "must_reach", "pairs"}
+        busy = ratio["engine_busy"]
+        assert busy["engine"] == "FalkorDB" and busy["vedana"] >= 0 and busy["baseline"] >= 0
+        assert set(ratio) == {
+            "measure", "vedana_s", "baseline", "baseline_s", "ratio", "must_reach", "pairs", "engine_busy"
+        }  # fmt: skip
         # The pairs are rounded to the microsecond and the ratio, made from them unrounded, to
         # four places: the median lies between the medians of each pair's bounds (the shop's
         # timings are microseconds, so the pairs' rounding is no small part of them).

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from bench.measure import Meter, _proc_tree_cpu
+from bench.measure import Meter, proc_tree_cpu
 
 # A parent that runs one child to its end (reaped) and keeps a second one, which has burnt CPU,
 # alive until its stdin closes.
@@ -36,7 +36,7 @@ def test_a_process_trees_cpu_read_from_proc_is_what_psutil_reads() -> None:
     try:
         assert tree.stdout is not None and tree.stdout.readline().strip() == "ready"
         time.sleep(0.05)  # the idle tree's counters settle
-        from_proc = _proc_tree_cpu(tree.pid)
+        from_proc = proc_tree_cpu(tree.pid)
         by_psutil = Meter()._psutil_tree_cpu(tree.pid)
         assert from_proc is not None
         assert from_proc > 0.05  # three interpreters started, two sums
@@ -45,4 +45,4 @@ def test_a_process_trees_cpu_read_from_proc_is_what_psutil_reads() -> None:
         assert tree.stdin is not None
         tree.stdin.close()
         tree.wait(timeout=30)
-    assert _proc_tree_cpu(tree.pid) is None  # gone: /proc cannot tell
+    assert proc_tree_cpu(tree.pid) is None  # gone: /proc cannot tell

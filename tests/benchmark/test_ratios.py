@@ -29,6 +29,42 @@ def test_ratio_entry_takes_medians_over_pairs() -> None:
         ratio_entry("sync", [(1.0, 0.0)], "COPY", "≤ 1.5×")
 
 
+def test_engine_busy_is_the_engines_cpu_share_of_each_side() -> None:
+    """The engine's CPU seconds over each side's wall time, medians over the pairs measured; a
+    pair with no figure stays in its place as None, and the table says both shares."""
+    entry = ratio_entry(
+        "graph load",
+        [(2.0, 1.0), (4.0, 2.0), (3.0, 1.5)],
+        "GRAPH.BULK",
+        "≤ 1.3×",
+        busy=("FalkorDB", [None, (3.0, 1.0), (2.4, 1.5)]),
+    )
+    assert entry["engine_busy"] == {
+        "engine": "FalkorDB",
+        "vedana": 0.775,  # median of 0.75 and 0.8
+        "baseline": 0.75,  # median of 0.5 and 1.0
+        "pairs": [None, [0.75, 0.5], [0.8, 1.0]],
+    }
+    size = {"rows": 100_000, "phases": {"index": {"seconds": 1.0, "ratios": [entry]}}}
+    assert ratio_rows([size])[0][3] == "GRAPH.BULK: 1.50 s (FalkorDB busy 78% / 75%)"
+    results = {
+        "sizes": [size], "started_at": "now", "wall_s": 1.0,
+        "config": {"shape": "people", "fast_embedder": "hash-384"},
+        "machine": {"cpus": 2, "cpu_model": "x", "memory_gb": 1, "load_avg_start": [0, 0, 0]},
+    }  # fmt: skip
+    text = markdown(results)
+    assert "| GRAPH.BULK: 1.50 s (FalkorDB busy 78% / 75%) |" in text
+    assert "engine busy: the engine's CPU seconds" in text
+    unmeasured = ratio_entry("graph load", [(2.0, 1.0)], "GRAPH.BULK", "≤ 1.3×", busy=("FalkorDB", [None]))
+    assert "engine_busy" not in unmeasured
+    assert (
+        ratio_rows([{"rows": 1000, "phases": {"index": {"ratios": [unmeasured]}}}])[0][3]
+        == "GRAPH.BULK: 1.00 s"
+    )
+    with pytest.raises(ValueError, match="2 engine CPU figures for 1 pairs"):
+        ratio_entry("graph load", [(2.0, 1.0)], "GRAPH.BULK", "≤ 1.3×", busy=("FalkorDB", [None, None]))
+
+
 @pytest.mark.parametrize(
     ("ratio", "must_reach", "verdict"),
     [
