@@ -117,8 +117,8 @@ def format_seconds(seconds: Any) -> str:
 
 
 def format_busy(entry: dict[str, Any]) -> str:
-    """ " (FalkorDB busy 97 % / 96 %)": the engine's CPU share of vedana's time, then of the
-    baseline's; "" when the entry has none."""
+    """The engine's CPU share of vedana's time, then of the baseline's, as they follow the
+    baseline's time in the table: " (FalkorDB busy 97% / 96%)"; "" when the entry has none."""
     busy = entry.get("engine_busy")
     if not busy:
         return ""
