@@ -16,6 +16,7 @@ from bench.edit import edit_csv_folder
 from bench.generate import generate
 from bench.ratios import format_ratio, met, ratio_entry
 from bench.report import markdown, ratio_rows
+from support.bench_results import bench_results
 
 
 def test_ratio_entry_takes_medians_over_pairs() -> None:
@@ -47,12 +48,7 @@ def test_engine_busy_is_the_engines_cpu_share_of_each_side() -> None:
     }
     size = {"rows": 100_000, "phases": {"index": {"seconds": 1.0, "ratios": [entry]}}}
     assert ratio_rows([size])[0][3] == "GRAPH.BULK: 1.50 s (FalkorDB busy 78% / 75%)"
-    results = {
-        "sizes": [size], "started_at": "now", "wall_s": 1.0,
-        "config": {"shape": "people", "fast_embedder": "hash-384"},
-        "machine": {"cpus": 2, "cpu_model": "x", "memory_gb": 1, "load_avg_start": [0, 0, 0]},
-    }  # fmt: skip
-    text = markdown(results)
+    text = markdown(bench_results([size]))
     assert "| GRAPH.BULK: 1.50 s (FalkorDB busy 78% / 75%) |" in text
     assert "engine busy: the engine's CPU seconds" in text
     unmeasured = ratio_entry("graph load", [(2.0, 1.0)], "GRAPH.BULK", "≤ 1.3×", busy=("FalkorDB", [None]))
@@ -103,12 +99,7 @@ def test_table_prints_any_phase_ratios() -> None:
         ],
     ]
     assert format_ratio(edit) == "12.5%"
-    results = {
-        "sizes": [size], "started_at": "now", "wall_s": 1.0,
-        "config": {"shape": "people", "fast_embedder": "hash-384"},
-        "machine": {"cpus": 2, "cpu_model": "x", "memory_gb": 1, "load_avg_start": [0, 0, 0]},
-    }  # fmt: skip
-    text = markdown(results)
+    text = markdown(bench_results([size]))
     assert "| 100k | graph load | 2.60 s | GRAPH.BULK: 2.00 s | 1.30× | 1 | ≤ 1.3× | yes |" in text
 
 

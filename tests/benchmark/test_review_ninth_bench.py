@@ -16,6 +16,7 @@ import pytest
 from bench.graph_baselines import _EngineClock
 from bench.ratios import BUSY_NOTE, ratio_entry
 from bench.report import markdown, ratio_rows, render
+from support.bench_results import bench_results
 from vedana.stores.graph import GraphStore
 from vedana.stores.graph_falkordb import FalkorGraph
 
@@ -51,12 +52,7 @@ def test_only_the_dropped_pair_measured_gives_no_busy_figure() -> None:
 
 
 def _results(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "sizes": [{"rows": 1000, "phases": {"index": {"seconds": 1.0, "ratios": entries}}}],
-        "started_at": "now", "wall_s": 1.0,
-        "config": {"shape": "people", "fast_embedder": "hash-384", "local_sample": 10},
-        "machine": {"cpus": 2, "cpu_model": "x", "memory_gb": 1, "load_avg_start": [0, 0, 0]},
-    }  # fmt: skip
+    return bench_results([{"rows": 1000, "phases": {"index": {"seconds": 1.0, "ratios": entries}}}])
 
 
 def test_the_busy_note_is_printed_only_beside_busy_figures() -> None:
