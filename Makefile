@@ -4,17 +4,23 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint docs format bench clean
+.PHONY: install lock demo test lint docs format bench clean
 
 install: $(STAMP)
 
-# torch is pinned to the local CPU wheel first: a bare `torch` would pull GBs of CUDA packages.
-$(STAMP): pyproject.toml
+# requirements.lock pins every package with its hash (scripts/lock.py); nothing is resolved here. uv installs it
+# (requirements-uv.lock, taken first with pip); torch is the CPU build in /opt/wheels, pinned in the lock.
+$(STAMP): pyproject.toml requirements.lock requirements-uv.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements-uv.lock
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --require-hashes --no-deps --find-links /opt/wheels -r requirements.lock
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Regenerate the locks after a change to pyproject.toml's dependencies (`make lint` fails until then); the pins
+# stay where they are unless asked: make lock LOCK_ARGS="--upgrade-package litellm" (or --upgrade for all).
+lock: install
+	$(BIN)/python scripts/lock.py $(LOCK_ARGS)
 
 demo: install
 	VEDANA=$(BIN)/vedana bash scripts/demo.sh
@@ -24,6 +30,7 @@ test: install
 
 # The README's command outputs are generated (scripts/readme_outputs.py): lint fails when they drift.
 lint: install
+	$(BIN)/python scripts/lock.py --check
 	$(BIN)/ruff check src tests bench standins scripts
 	$(BIN)/ruff format --check src tests bench standins scripts
 	$(BIN)/mypy
