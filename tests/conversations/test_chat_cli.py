@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from standins.fake_llm import FakeLLM, answer, tool_calls
+from standins.fake_llm import FakeLLM, answer, http_error, tool_calls
 from vedana.config import Settings
 from vedana.datamodel import DataModel
 from vedana.ops.conversation import threads_show
@@ -123,6 +123,30 @@ def test_chat_over_a_pipe_shows_the_start_message_and_answers_each_line(
     # The second question reached the model with the first turn before it.
     last = [m["content"] for m in fake_llm.agent_requests[-1]["messages"] if m["role"] != "system"]
     assert last == ["How many people?", "Four.", "And animals?"]
+
+
+def test_piped_chat_exits_1_when_an_answer_failed(
+    fake_llm: FakeLLM, chat_kb: DataModel, settings: Settings
+) -> None:
+    down = http_error(400, "the provider refused this one")
+    fake_llm.agent.append(_by_question({"And animals?": down, "How many people?": answer("Four.")}))
+    out = _vedana(_env(fake_llm), "chat", stdin="And animals?\nHow many people?\n")
+    assert out.returncode == 1
+    assert out.stdout.splitlines() == [START, "Four."]  # the failure did not end the conversation
+    notes = out.stderr.splitlines()
+    assert notes[0].startswith("error: the call to openai/agent failed") and "refused this one" in notes[0]
+    assert notes[-1] == "1 of 2 questions got no answer"
+
+
+def test_piped_chat_with_a_model_it_cannot_use_fails_before_the_greeting(
+    fake_llm: FakeLLM, chat_kb: DataModel, settings: Settings
+) -> None:
+    env = {k: v for k, v in _env(fake_llm).items() if k not in ("VEDANA_LLM_API_BASE", "OPENAI_API_KEY")}
+    out = _vedana({**env, "MODEL": "gpt-4.1-mini"}, "chat", stdin="How many people?\n")
+    assert out.returncode == 1
+    assert out.stdout == ""
+    assert out.stderr.startswith("error: no API key for model gpt-4.1-mini")
+    assert not fake_llm.requests
 
 
 class Terminal:
