@@ -140,6 +140,7 @@ class LLM:
         self.api_base = settings.llm_api_base or None
         self.calls: list[LLMCallTrace] = []
         self.on_step = on_step or (lambda text: None)  # what the model is doing now, for a spinner
+        self._ran: list[str] = []  # the tool calls the last answer asked for
         self._lock = threading.Lock()
         self._checked: dict[str, str | None] = {}  # model -> api key to send (None: provider default)
         self._known: set[str] = set()  # models litellm has resolved to a provider
@@ -198,7 +199,9 @@ class LLM:
             kwargs["api_base"] = self.api_base
         if self._checked[model]:
             kwargs["api_key"] = self._checked[model]
-        self.on_step(STEPS.get(purpose, "asking {model}").format(model=model))
+        step = STEPS.get(purpose, "asking {model}").format(model=model)
+        # The tools ran in milliseconds; the model's next answer takes seconds: keep them in view.
+        self.on_step(f"{step}, after {'; '.join(self._ran)}" if self._ran else step)
         started = time.perf_counter()
         record = LLMCallTrace(purpose=purpose, model=model, elapsed_s=0.0)
         try:
@@ -218,8 +221,9 @@ class LLM:
         except Exception:  # unknown price (local or custom model): cost stays unknown
             record.cost_usd = None
         self._record(record)
-        for call in _tool_calls(response):
-            self.on_step(describe_tool_call(call.function.name, call.function.arguments))
+        self._ran = [describe_tool_call(c.function.name, c.function.arguments) for c in _tool_calls(response)]
+        for text in self._ran:
+            self.on_step(text)
         return response
 
     def _record(self, record: LLMCallTrace) -> None:

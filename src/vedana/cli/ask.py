@@ -55,21 +55,25 @@ def ask(
         vedana ask "And which of them live in Lisbon?" --thread 3f9c2a7b1d04
     """
     from vedana.agent import ask as answer_question
-    from vedana.cli.output import print_json
+    from vedana.cli.output import activity, print_json
     from vedana.config import get_settings, override_settings
     from vedana.redaction import redact
 
     override_settings(model=model, filter_model=filter_model)
     use_filter = False if no_filter else None
-    if thread is None:
-        result = answer_question(get_settings(), question, use_filter=use_filter)
-        data = result.to_dict()
-    else:
-        from vedana.ops.conversation import ask_in_thread
+    with activity(not json_ and sys.stderr.isatty()) as on_step:
+        if thread is None:
+            result = answer_question(get_settings(), question, use_filter=use_filter, on_step=on_step)
+            data = result.to_dict()
+        else:
+            from vedana.ops.conversation import ask_in_thread
 
-        turn = ask_in_thread(get_settings(), question, thread.strip(), use_filter=use_filter)
-        result, data = turn.result, turn.to_dict()
-        sys.stderr.write(f"thread: {turn.thread_id}\n")
+            turn = ask_in_thread(
+                get_settings(), question, thread.strip(), use_filter=use_filter, on_step=on_step
+            )
+            result, data = turn.result, turn.to_dict()
+    if thread is not None:
+        sys.stderr.write(f"thread: {data['thread']}\n")
         sys.stderr.flush()
     if json_:
         if no_trace:

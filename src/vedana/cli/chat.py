@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
@@ -39,9 +40,10 @@ class ChatSession:
     asked: int = 0
     failed: int = 0  # answers that ended in an error (a cancelled one is not a failure)
 
-    def submit(self, question: str) -> Future[AskResult]:
+    def submit(self, question: str, on_step: Callable[[str], None] | None = None) -> Future[AskResult]:
         """Answer in a daemon thread: a cancelled answer is abandoned (its result is never
-        stored), and leaving the chat does not wait for it as it would for an executor's worker."""
+        stored), and leaving the chat does not wait for it as it would for an executor's worker.
+        `on_step` hears the agent's steps (from that thread)."""
         from vedana.agent import ask
         from vedana.ops.conversation import thread_history
 
@@ -50,7 +52,10 @@ class ChatSession:
 
         def work() -> None:
             try:
-                future.set_result(ask(self.settings, question, use_filter=self.use_filter, history=history))
+                result = ask(
+                    self.settings, question, use_filter=self.use_filter, history=history, on_step=on_step
+                )
+                future.set_result(result)
             except BaseException as exc:  # handed to the waiting thread, which reports it
                 future.set_exception(exc)
 
@@ -161,13 +166,14 @@ def _handle(session: ChatSession, line: str, *, interactive: bool) -> bool:
 
 
 def _answer(session: ChatSession, question: str, interactive: bool) -> None:
+    from vedana.cli.output import activity
     from vedana.errors import VedanaError
     from vedana.redaction import redact
 
     session.asked += 1
     try:
-        future = session.submit(question)
-        result = _wait(future)
+        with activity(interactive and sys.stderr.isatty()) as on_step:
+            result = _wait(session.submit(question, on_step))
     except KeyboardInterrupt:
         _say("(answer cancelled; the thread is unchanged)", interactive)
         return
