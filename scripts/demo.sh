@@ -9,6 +9,15 @@ VEDANA="${VEDANA:-.venv/bin/vedana}"
 SAMPLE="${SAMPLE:-samples/people}"
 export VEDANA_HOME="${VEDANA_HOME:-.vedana-demo}"
 
+# The words as a shell reads them back: single quotes around any word with more than safe characters.
+quoted() {
+  local word out=()
+  for word in "$@"; do
+    if [[ "$word" =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then out+=("$word"); else out+=("'${word//\'/\'\\\'\'}'"); fi
+  done
+  printf '%s' "${out[*]}"
+}
+
 if [[ -t 2 ]]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
 step() { printf '\n%s== %s%s\n$ %s\n' "$bold" "$1" "$plain" "${*:2}" >&2; "${@:2}"; }
 
@@ -32,4 +41,8 @@ if [[ -n "${OPENAI_API_KEY:-}${OPENROUTER_API_KEY:-}${ANTHROPIC_API_KEY:-}${VEDA
 else
   printf '\n(skipping `vedana ask`: set OPENAI_API_KEY, or MODEL + a provider key, to try it)\n' >&2
 fi
-printf '\nState is in %s; stop the services with: VEDANA_HOME=%s %s services stop\n' "$VEDANA_HOME" "$VEDANA_HOME" "$VEDANA" >&2
+# The demo never touches the default home (./.vedana, a user's own knowledge base): say how to reach its own.
+printf '\nThe knowledge base is in %s. To use it from your shell, first run:\n  export VEDANA_HOME=%s\n' \
+  "$VEDANA_HOME" "$VEDANA_HOME" >&2
+printf 'then, e.g.: %s   (stop its services with: %s services stop)\n' \
+  "$(quoted "$VEDANA" cypher "MATCH (p:person) RETURN count(p) AS people")" "$VEDANA" >&2

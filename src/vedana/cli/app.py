@@ -14,7 +14,7 @@ import typer
 from vedana import __version__
 from vedana.cli import ask, chat, check, cypher, index, mcp, model, run, runs, search, services, sync, threads
 from vedana.cli import eval as eval_cmd
-from vedana.errors import VedanaError
+from vedana.errors import NotSynced, VedanaError
 
 app = typer.Typer(
     name="vedana",
@@ -78,6 +78,14 @@ app.add_typer(threads.app, name="threads")
 app.add_typer(services.app, name="services")
 
 
+def _empty_home_message() -> str | None:
+    """Nothing synced here: when the demo's home beside this one has a knowledge base, say so."""
+    from vedana.config import get_settings
+    from vedana.ops.status import empty_home_message
+
+    return empty_home_message(get_settings())
+
+
 def _debug_enabled() -> bool:
     return os.environ.get("VEDANA_DEBUG", "").lower() in {"1", "true", "yes"} or "--debug" in sys.argv
 
@@ -112,7 +120,8 @@ def _run() -> None:
         if _debug_enabled():
             _print_traceback()
         else:
-            print_error(str(exc))
+            hint = _empty_home_message() if isinstance(exc, NotSynced) else None
+            print_error(hint or str(exc))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -106,6 +106,13 @@ def _per_type(kb: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     return out
 
 
+def _state_text(kb: dict[str, Any]) -> str:
+    if not kb["synced"]:
+        return kb["empty_home"] or "empty, nothing synced yet: run `vedana sync`"
+    state = "up to date" if kb["up_to_date"] else "index behind staging: run `vedana index`"
+    return f"staging version {kb['staging']['version']}, {state}"
+
+
 def _model_text(kb: dict[str, Any]) -> str:
     in_use, configured = kb["embeddings"]["in_use"], kb["embeddings"]["configured"]
     if in_use is None:
@@ -128,8 +135,7 @@ def plain_lines(result: dict[str, Any]) -> list[str]:
         lines.append("no runs yet")
     kb = result["knowledge_base"]
     lines.append("")
-    state = "up to date" if kb["up_to_date"] else "index behind staging: run `vedana index`"
-    lines.append(f"knowledge base: staging version {kb['staging']['version']}, {state}")
+    lines.append(f"knowledge base: {_state_text(kb)}")
     for kind, name, staging, graph, vectors in _per_type(kb):
         lines.append(f"  {kind} {name}: staging {staging}, graph {graph}, vectors {vectors or '-'}")
     if "error" in kb["graph"]:
@@ -178,8 +184,8 @@ def _print_rich(result: dict[str, Any]) -> None:
     for row in _per_type(kb):
         holdings.add_row(*(Text(value) for value in row))
     console.print(holdings)
-    state = "up to date" if kb["up_to_date"] else "[yellow]index behind staging: run `vedana index`[/]"
-    console.print(f"staging version {kb['staging']['version']}, {state}", markup=True)
+    up_to_date = kb["synced"] and kb["up_to_date"]
+    console.print(Text(_state_text(kb), style="" if up_to_date else "yellow"), highlight=False)
     for label, key in (("last sync", "last_sync"), ("last index", "last_index"), ("last run", "last_run")):
         console.print(Text(f"{label}: {_when(kb[key])}"), highlight=False)
     console.print(Text(f"embedding model: {_model_text(kb)}"), highlight=False)
