@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from standins.fake_llm import FakeLLM, answer, http_error, tool_calls
+from standins.fake_llm import FakeLLM, answer, http_error, structured, tool_calls
 from support.terminal import Terminal
 from vedana.config import Settings
 from vedana.datamodel import DataModel
@@ -121,6 +121,24 @@ def test_chat_over_a_pipe_shows_the_start_message_and_answers_each_line(
     # The second question reached the model with the first turn before it.
     last = [m["content"] for m in fake_llm.agent_requests[-1]["messages"] if m["role"] != "system"]
     assert last == ["How many people?", "Four.", "And animals?"]
+
+
+def test_threads_show_prints_the_filter_line_as_the_answer_did(fake_llm: FakeLLM, chat_kb: DataModel) -> None:
+    keep = {"reasoning": "r", "anchor_nouns": ["Person"], "link_sentences": [], "anchor_attribute_names": [],
+            "link_attribute_names": [], "query_ids": []}  # fmt: skip
+    fake_llm.filter.append(lambda body: structured(keep))
+    fake_llm.agent.append(answer("Four."))
+    env = {**_env(fake_llm), "ENABLE_DM_FILTERING": "true"}
+    asked = _vedana(env, "ask", "How many people?", "--thread", "new")
+    assert asked.returncode == 0, asked.stderr
+    live = next(line for line in asked.stderr.splitlines() if ": kept " in line)
+    thread = re.search(r"thread: ([0-9a-f]{12})", asked.stderr).group(1)  # type: ignore[union-attr]
+    shown = _vedana(env, "threads", "show", thread)
+    stored = next(line for line in shown.stdout.splitlines() if ": kept " in line)
+    assert re.sub(r" in [\d.]+ s$", "", stored) == re.sub(r" in [\d.]+ s$", "", live)
+    assert (
+        "kept 1/3 anchors, 0/2 links, 2/5 anchor attributes, 0/1 link attributes, 0/2 queries" in live
+    )  # the order: anchors, links, attributes, queries
 
 
 def test_piped_chat_exits_1_when_an_answer_failed(

@@ -132,11 +132,16 @@ def _clip(text: str, width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+FILTER_COUNTS = ("anchors", "links", "anchor_attributes", "link_attributes", "queries")
+
+
 def filter_summary(f: dict[str, Any]) -> list[str]:
     if not f["enabled"]:
         return ["off: the agent saw the full data model"]
     kept, total = f["kept"], f["total"]
-    parts = ", ".join(f"{kept.get(k, 0)}/{total.get(k, 0)} {k.replace('_', ' ')}" for k in total)
+    # In this order, not the dict's: a stored trace comes back from jsonb with its keys reordered.
+    names = [k for k in FILTER_COUNTS if k in total] + [k for k in total if k not in FILTER_COUNTS]
+    parts = ", ".join(f"{kept.get(k, 0)}/{total.get(k, 0)} {k.replace('_', ' ')}" for k in names)
     lines = [f"{f.get('model') or '?'}: kept {parts} in {_seconds(f.get('elapsed_s'))}"]
     if f["fallback"]:
         lines.append(f"FALLBACK to the full data model: {f.get('error')}")
