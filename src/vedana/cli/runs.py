@@ -52,30 +52,42 @@ def runs(
             sys.stdout.write(line + "\n")
 
 
+UNCHANGED = "source unchanged since the last sync, nothing read"
+
+
+def _staging_text(sync: dict[str, Any]) -> str:
+    if sync.get("unchanged_early"):  # "0 nodes, 0 edges" would read as an empty knowledge base
+        return UNCHANGED
+    nodes, edges = sync.get("nodes") or {}, sync.get("edges") or {}
+    return (
+        f"staging {nodes.get('loaded', 0)} nodes, {edges.get('loaded', 0)} edges "
+        f"(written {nodes.get('written', 0) + edges.get('written', 0)}, "
+        f"deleted {nodes.get('deleted', 0) + edges.get('deleted', 0)})"
+    )
+
+
+def _index_text(index: dict[str, Any]) -> str:
+    return (
+        f"graph +{index.get('nodes_upserted', 0) + index.get('edges_upserted', 0)} "
+        f"-{index.get('nodes_deleted', 0) + index.get('edges_deleted', 0)}; "
+        f"vectors +{index.get('values_written', 0)} -{index.get('values_deleted', 0)}"
+    )
+
+
 def _counts_text(row: dict[str, Any]) -> str:
     counts = row["counts"] or {}
     if row["kind"] == "run":
         sync, index = counts.get("sync") or {}, counts.get("index") or {}
         if not sync and not index:
             return ""
-        nodes, edges = sync.get("nodes") or {}, sync.get("edges") or {}
-        return (
-            f"staging {nodes.get('loaded', 0)} nodes, {edges.get('loaded', 0)} edges "
-            f"(written {nodes.get('written', 0) + edges.get('written', 0)}, "
-            f"deleted {nodes.get('deleted', 0) + edges.get('deleted', 0)}); "
-            f"graph +{index.get('nodes_upserted', 0) + index.get('edges_upserted', 0)} "
-            f"-{index.get('nodes_deleted', 0) + index.get('edges_deleted', 0)}; "
-            f"vectors +{index.get('values_written', 0)} -{index.get('values_deleted', 0)}"
-        )
+        return f"{_staging_text(sync)}; {_index_text(index)}"
     if row["kind"] == "sync" and counts:
+        if counts.get("unchanged_early"):
+            return UNCHANGED
         nodes, edges = counts.get("nodes") or {}, counts.get("edges") or {}
         return f"{nodes.get('loaded', 0)} nodes, {edges.get('loaded', 0)} edges"
     if row["kind"] == "index" and counts:
-        return (
-            f"graph +{counts.get('nodes_upserted', 0) + counts.get('edges_upserted', 0)} "
-            f"-{counts.get('nodes_deleted', 0) + counts.get('edges_deleted', 0)}; "
-            f"vectors +{counts.get('values_written', 0)} -{counts.get('values_deleted', 0)}"
-        )
+        return _index_text(counts)
     return ""
 
 
