@@ -7,17 +7,47 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup, TyperOption
 
 from vedana import __version__
 from vedana.cli import ask, chat, check, cypher, index, mcp, model, run, runs, search, services, sync, threads
 from vedana.cli import eval as eval_cmd
 from vedana.errors import NotSynced, VedanaError
 
+
+def _plain_flags(params: list[Any]) -> list[Any]:
+    """Flags take no value: Typer's rich help would show a bool flag as `--json <bool>`."""
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_bool_flag and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+def _plain_flags_of(command: Any, ctx: Any) -> None:
+    _plain_flags([*command.params, command.get_help_option(ctx)])
+    for sub in getattr(command, "commands", {}).values():
+        _plain_flags_of(sub, ctx)
+
+
+class VedanaGroup(TyperGroup):
+    """The root command: its commands' help shows flags without a value type."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _plain_flags(super().get_params(ctx))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _plain_flags_of(command, ctx)
+        return command
+
+
 app = typer.Typer(
     name="vedana",
+    cls=VedanaGroup,
     help="Build a knowledge base from Grist and ask it questions.\n\n"
     'Typical use: `vedana sync` → `vedana index` → `vedana ask "question"`.\n\n'
     "Examples:\n\n"
