@@ -101,7 +101,7 @@ def regulations(work: Path) -> dict[str, str]:
 
 def ask(cli: Cli) -> str:
     """The filter keeps the paragraphs and their documents; the agent searches the paragraphs,
-    looks up the best one's document with Cypher, and answers with the paragraph it found."""
+    looks up the best one's document with Cypher, and answers with the paragraph it found, citing it."""
 
     def results(body: dict) -> list[dict]:
         return [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
@@ -117,7 +117,7 @@ def ask(cli: Cli) -> str:
             return tool_calls(("cypher", {"query": query}))
         row = found[-1]["rows"][0]
         document = row["document"] if isinstance(row, dict) else row[0]
-        return answer(f"{chunk['value']} (from {document!r}, paragraph {chunk['node_id']})")
+        return answer(f"{chunk['value']} {chunk['cite']} (from {document!r})")  # the marker: a cited source
 
     with stand_in() as llm:
         llm.filter.append(
