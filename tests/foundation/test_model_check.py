@@ -115,6 +115,7 @@ def test_every_provider_of_the_table_has_samples() -> None:
     assert set(SAMPLES) == set(PROVIDER_KEYS)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning:pydantic")  # litellm's own types, as it imports a provider
 @pytest.mark.parametrize("model", [m for models in SAMPLES.values() for m in models])
 def test_the_key_table_agrees_with_litellm(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from vedana.agent.llm import import_litellm
