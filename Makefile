@@ -10,10 +10,12 @@ install: $(STAMP)
 
 # requirements.lock pins every package with its hash (scripts/lock.py); nothing is resolved here. uv installs it
 # (requirements-uv.lock, taken first with pip); torch is the CPU build in /opt/wheels, pinned in the lock.
+# --compile-bytecode: uv writes no .pyc by default, and where PYTHONDONTWRITEBYTECODE is set every command
+# compiled its imports again (litellm's alone for seconds).
 $(STAMP): pyproject.toml requirements.lock requirements-uv.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements-uv.lock
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --require-hashes --no-deps --find-links /opt/wheels -r requirements.lock
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --require-hashes --no-deps --compile-bytecode --find-links /opt/wheels -r requirements.lock
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 

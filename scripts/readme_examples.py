@@ -101,7 +101,7 @@ def regulations(work: Path) -> dict[str, str]:
 
 def ask(cli: Cli) -> str:
     """The filter keeps the paragraphs and their documents; the agent searches the paragraphs,
-    looks up the best one's document with Cypher, and answers with the paragraph it found."""
+    looks up the best one's document with Cypher, and answers with the paragraph it found, citing it."""
 
     def results(body: dict) -> list[dict]:
         return [json.loads(m["content"]) for m in body["messages"] if m["role"] == "tool"]
@@ -117,7 +117,7 @@ def ask(cli: Cli) -> str:
             return tool_calls(("cypher", {"query": query}))
         row = found[-1]["rows"][0]
         document = row["document"] if isinstance(row, dict) else row[0]
-        return answer(f"{chunk['value']} (from {document!r}, paragraph {chunk['node_id']})")
+        return answer(f"{chunk['value']} {chunk['cite']} (from {document!r})")  # the marker: a cited source
 
     with stand_in() as llm:
         llm.filter.append(
@@ -207,10 +207,11 @@ def people(work: Path) -> dict[str, str]:
 
 
 def demo(clone: Path) -> str:
-    """`make demo` as itself: scripts/demo.sh in a copy of its layout (the script, the samples and
+    """`make demo` as itself: scripts/demo.sh in a copy of its layout (the scripts, the samples and
     `.venv/bin/vedana`), so its state goes to the copy's `.vedana-demo`, not the checkout's."""
     (clone / "scripts").mkdir(parents=True)
-    shutil.copy(ROOT / "scripts" / "demo.sh", clone / "scripts" / "demo.sh")
+    for script in ("demo.sh", "demo_model.py"):
+        shutil.copy(ROOT / "scripts" / script, clone / "scripts" / script)
     (clone / "samples").mkdir()
     (clone / "samples" / "people").symlink_to(PEOPLE)
     vedana = clone / ".venv" / "bin" / "vedana"
@@ -219,7 +220,7 @@ def demo(clone: Path) -> str:
     vedana.chmod(0o755)
     run = subprocess.run(
         ["bash", str(clone / "scripts" / "demo.sh")],
-        env={**os.environ, "VEDANA": ".venv/bin/vedana"},
+        env=demo_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,  # as a terminal interleaves them
         text=True,
@@ -227,6 +228,20 @@ def demo(clone: Path) -> str:
     if run.returncode:
         raise SystemExit(f"make demo failed:\n{run.stdout}")
     return Cli(clone, {clone: CHECKOUT}).shown(run.stdout.lstrip("\n"))
+
+
+def demo_env() -> dict[str, str]:
+    """The environment of a first `make demo`: no model configured and no Ollama to find, so the
+    output shows the demo without `vedana ask`, whatever this machine has."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_AUTH_TOKEN"))}
+    for name in ("MODEL", "FILTER_MODEL", "VEDANA_LLM_API_BASE"):
+        env.pop(name, None)
+    return {
+        **env,
+        "VEDANA": ".venv/bin/vedana",
+        "VEDANA_PYTHON": sys.executable,
+        "OLLAMA_API_BASE": "http://127.0.0.1:9",
+    }
 
 
 PEOPLE_OF = "MATCH (p:person)-[:PERSON_has_INTEREST]-(i:interest {{id: '{id}'}}) RETURN p.id AS id, p.person_name AS name ORDER BY name"

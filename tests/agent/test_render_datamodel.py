@@ -12,9 +12,9 @@ def test_text_names_every_label_type_and_property_with_what_is_searchable() -> N
     text = render_text(data_model())
     assert "- (:Person) A club member. [id e.g. 'p1']" in text
     assert "  .name (str, searchable by meaning): Full name. e.g. 'Ada Okafor'" in text
-    assert "  .age (int): Age in years. e.g. '34'" in text
+    assert "  .age (int): Age in years. e.g. 34" in text
     assert "- (:Person)-[:LIKES]->(:Animal) The person likes the animal." in text
-    assert "  .since (int): Year the liking started. e.g. '2015'" in text
+    assert "  .since (int): Year the liking started. e.g. 2015" in text
 
 
 def test_undirected_links_say_so() -> None:

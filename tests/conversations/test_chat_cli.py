@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import select
-import signal
 import subprocess
 import sys
 import threading
@@ -17,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from standins.fake_llm import FakeLLM, answer, tool_calls
+from standins.fake_llm import FakeLLM, answer, http_error, structured, tool_calls
+from support.terminal import Terminal
 from vedana.config import Settings
 from vedana.datamodel import DataModel
 from vedana.ops.conversation import threads_show
@@ -125,66 +123,46 @@ def test_chat_over_a_pipe_shows_the_start_message_and_answers_each_line(
     assert last == ["How many people?", "Four.", "And animals?"]
 
 
-class Terminal:
-    """`vedana chat` on a real pseudo-terminal: it is the session's controlling terminal, so
-    Ctrl-C reaches the process as SIGINT exactly as from a user's keyboard."""
+def test_threads_show_prints_the_filter_line_as_the_answer_did(fake_llm: FakeLLM, chat_kb: DataModel) -> None:
+    keep = {"reasoning": "r", "anchor_nouns": ["Person"], "link_sentences": [], "anchor_attribute_names": [],
+            "link_attribute_names": [], "query_ids": []}  # fmt: skip
+    fake_llm.filter.append(lambda body: structured(keep))
+    fake_llm.agent.append(answer("Four."))
+    env = {**_env(fake_llm), "ENABLE_DM_FILTERING": "true"}
+    asked = _vedana(env, "ask", "How many people?", "--thread", "new")
+    assert asked.returncode == 0, asked.stderr
+    live = next(line for line in asked.stderr.splitlines() if ": kept " in line)
+    thread = re.search(r"thread: ([0-9a-f]{12})", asked.stderr).group(1)  # type: ignore[union-attr]
+    shown = _vedana(env, "threads", "show", thread)
+    stored = next(line for line in shown.stdout.splitlines() if ": kept " in line)
+    assert re.sub(r" in [\d.]+ s$", "", stored) == re.sub(r" in [\d.]+ s$", "", live)
+    assert (
+        "kept 1/3 anchors, 0/2 links, 2/5 anchor attributes, 0/1 link attributes, 0/2 queries" in live
+    )  # the order: anchors, links, attributes, queries
 
-    ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\r")
 
-    def __init__(self, env: dict[str, str], *args: str) -> None:
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: becomes vedana
-            os.execvpe(sys.executable, [sys.executable, "-m", "vedana", *args], env)
-        self.pid, self.fd, self.seen, self.pos = pid, fd, "", 0
+def test_piped_chat_exits_1_when_an_answer_failed(
+    fake_llm: FakeLLM, chat_kb: DataModel, settings: Settings
+) -> None:
+    down = http_error(400, "the provider refused this one")
+    fake_llm.agent.append(_by_question({"And animals?": down, "How many people?": answer("Four.")}))
+    out = _vedana(_env(fake_llm), "chat", stdin="And animals?\nHow many people?\n")
+    assert out.returncode == 1
+    assert out.stdout.splitlines() == [START, "Four."]  # the failure did not end the conversation
+    notes = out.stderr.splitlines()
+    assert notes[0].startswith("error: the call to openai/agent failed") and "refused this one" in notes[0]
+    assert notes[-1] == "1 of 2 questions got no answer"
 
-    def screen(self) -> str:
-        return self.ANSI.sub("", self.seen)
 
-    def expect(self, pattern: str, timeout: float = 60) -> re.Match[str]:
-        """Wait for `pattern` (a regex) in what the terminal shows after the last match, and
-        move past it: keys sent next answer the screen as it is now, not an earlier prompt."""
-        deadline = time.monotonic() + timeout
-        while True:
-            match = re.compile(pattern).search(self.screen(), self.pos)
-            if match:
-                self.pos = match.end()
-                return match
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"never saw {pattern!r}; screen so far:\n{self.screen()[-2000:]}")
-            ready, _, _ = select.select([self.fd], [], [], min(left, 0.5))
-            if ready:
-                try:
-                    self.seen += os.read(self.fd, 65536).decode(errors="replace")
-                except OSError:  # the child closed the terminal
-                    raise AssertionError(
-                        f"vedana chat ended before {pattern!r}:\n{self.screen()[-2000:]}"
-                    ) from None
-
-    def send(self, keys: str) -> None:
-        os.write(self.fd, keys.encode())
-
-    def wait(self, timeout: float = 30) -> int:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            done, status = os.waitpid(self.pid, os.WNOHANG)
-            if done:
-                return os.waitstatus_to_exitcode(status)
-            try:
-                if select.select([self.fd], [], [], 0.2)[0]:
-                    self.seen += os.read(self.fd, 65536).decode(errors="replace")
-            except OSError:
-                time.sleep(0.1)
-        os.kill(self.pid, signal.SIGKILL)
-        raise AssertionError("vedana chat did not leave")
-
-    def close(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(self.fd)
+def test_piped_chat_with_a_model_it_cannot_use_fails_before_the_greeting(
+    fake_llm: FakeLLM, chat_kb: DataModel, settings: Settings
+) -> None:
+    env = {k: v for k, v in _env(fake_llm).items() if k not in ("VEDANA_LLM_API_BASE", "OPENAI_API_KEY")}
+    out = _vedana({**env, "MODEL": "gpt-4.1-mini"}, "chat", stdin="How many people?\n")
+    assert out.returncode == 1
+    assert out.stdout == ""
+    assert out.stderr.startswith("error: no API key for model gpt-4.1-mini")
+    assert not fake_llm.requests
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="pseudo-terminal test written for Linux")

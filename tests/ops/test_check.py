@@ -418,3 +418,13 @@ def test_cli_expect_needs_a_question(ops_env: None) -> None:
 
     assert result.exit_code == 2
     assert "--ask" in result.output
+
+
+def test_cli_lint_without_a_source_says_what_to_give_once(ops_env: None) -> None:
+    result = invoke("check", "--only", "lint")
+
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == (
+        "lint: skipped: no data model source: pass --data-model (a folder, a .grist file or a document id) "
+        "or set GRIST_DATA_MODEL_DOC_ID and GRIST_SERVER_URL"
+    )

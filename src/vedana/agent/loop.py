@@ -9,7 +9,7 @@ becomes a short "not found" reply with suggestions.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
@@ -215,17 +215,19 @@ def ask(
     embedder: Embedder | None = None,
     vector_search: VectorSearchFn | None = None,
     history: Sequence[Turn] = (),
+    on_step: Callable[[str], None] | None = None,
 ) -> AskResult:
     """Answer `question` from the synced and indexed knowledge base; the answer and its trace.
 
     `history`: the conversation so far (user questions and assistant answers, oldest first),
-    which the filter and the agent both see, so a follow-up selects the right part of the model."""
+    which the filter and the agent both see, so a follow-up selects the right part of the model.
+    `on_step(text)` hears each step as it starts (the filter, each model call, each tool call)."""
     started = time.perf_counter()
     question = question.strip()
     if not question:
         raise VedanaError('the question is empty; ask something, e.g. vedana ask "Who likes quokkas?"')
     use_filter = settings.enable_dm_filtering if use_filter is None else use_filter
-    llm = LLM(settings)
+    llm = LLM(settings, on_step)
     llm.check(settings.model)  # no key, no model: say so before touching anything else
     if use_filter:
         llm.check(settings.effective_filter_model)

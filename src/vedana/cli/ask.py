@@ -55,21 +55,25 @@ def ask(
         vedana ask "And which of them live in Lisbon?" --thread 3f9c2a7b1d04
     """
     from vedana.agent import ask as answer_question
-    from vedana.cli.output import print_json
+    from vedana.cli.output import activity, print_json
     from vedana.config import get_settings, override_settings
     from vedana.redaction import redact
 
     override_settings(model=model, filter_model=filter_model)
     use_filter = False if no_filter else None
-    if thread is None:
-        result = answer_question(get_settings(), question, use_filter=use_filter)
-        data = result.to_dict()
-    else:
-        from vedana.ops.conversation import ask_in_thread
+    with activity(not json_ and sys.stderr.isatty()) as on_step:
+        if thread is None:
+            result = answer_question(get_settings(), question, use_filter=use_filter, on_step=on_step)
+            data = result.to_dict()
+        else:
+            from vedana.ops.conversation import ask_in_thread
 
-        turn = ask_in_thread(get_settings(), question, thread.strip(), use_filter=use_filter)
-        result, data = turn.result, turn.to_dict()
-        sys.stderr.write(f"thread: {turn.thread_id}\n")
+            turn = ask_in_thread(
+                get_settings(), question, thread.strip(), use_filter=use_filter, on_step=on_step
+            )
+            result, data = turn.result, turn.to_dict()
+    if thread is not None:
+        sys.stderr.write(f"thread: {data['thread']}\n")
         sys.stderr.flush()
     if json_:
         if no_trace:
@@ -128,11 +132,16 @@ def _clip(text: str, width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+FILTER_COUNTS = ("anchors", "links", "anchor_attributes", "link_attributes", "queries")
+
+
 def filter_summary(f: dict[str, Any]) -> list[str]:
     if not f["enabled"]:
         return ["off: the agent saw the full data model"]
     kept, total = f["kept"], f["total"]
-    parts = ", ".join(f"{kept.get(k, 0)}/{total.get(k, 0)} {k.replace('_', ' ')}" for k in total)
+    # In this order, not the dict's: a stored trace comes back from jsonb with its keys reordered.
+    names = [k for k in FILTER_COUNTS if k in total] + [k for k in total if k not in FILTER_COUNTS]
+    parts = ", ".join(f"{kept.get(k, 0)}/{total.get(k, 0)} {k.replace('_', ' ')}" for k in names)
     lines = [f"{f.get('model') or '?'}: kept {parts} in {_seconds(f.get('elapsed_s'))}"]
     if f["fallback"]:
         lines.append(f"FALLBACK to the full data model: {f.get('error')}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
@@ -36,10 +37,13 @@ class ChatSession:
     thread: str
     use_filter: bool | None
     last: AskResult | None = None
+    asked: int = 0
+    failed: int = 0  # answers that ended in an error (a cancelled one is not a failure)
 
-    def submit(self, question: str) -> Future[AskResult]:
+    def submit(self, question: str, on_step: Callable[[str], None] | None = None) -> Future[AskResult]:
         """Answer in a daemon thread: a cancelled answer is abandoned (its result is never
-        stored), and leaving the chat does not wait for it as it would for an executor's worker."""
+        stored), and leaving the chat does not wait for it as it would for an executor's worker.
+        `on_step` hears the agent's steps (from that thread)."""
         from vedana.agent import ask
         from vedana.ops.conversation import thread_history
 
@@ -48,7 +52,10 @@ class ChatSession:
 
         def work() -> None:
             try:
-                future.set_result(ask(self.settings, question, use_filter=self.use_filter, history=history))
+                result = ask(
+                    self.settings, question, use_filter=self.use_filter, history=history, on_step=on_step
+                )
+                future.set_result(result)
             except BaseException as exc:  # handed to the waiting thread, which reports it
                 future.set_exception(exc)
 
@@ -95,6 +102,7 @@ def chat(
 
         printf 'Who likes quokkas?\\nAnd which of them live in Lisbon?\\n' | vedana chat
     """
+    from vedana.agent.llm import check_models
     from vedana.config import get_settings, override_settings
     from vedana.ops.conversation import NEW, start_message
     from vedana.ops.conversation import thread_history as check_thread
@@ -102,6 +110,7 @@ def chat(
     override_settings(model=model)
     settings = get_settings()
     session = ChatSession(settings, (thread or NEW).strip(), False if no_filter else None)
+    check_models(settings, session.use_filter)  # no usable model: say so before the greeting
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if session.thread != NEW:
         check_thread(settings, session.thread)  # an unknown id fails here, before the first question
@@ -137,9 +146,13 @@ def _terminal_loop(session: ChatSession) -> None:
 
 
 def _pipe_loop(session: ChatSession) -> None:
+    """One question per line; exit code 1 when any answer failed, so a script can tell."""
     for raw in sys.stdin:
         if not _handle(session, raw.strip(), interactive=False):
-            return
+            break
+    if session.failed:
+        _say(f"{session.failed} of {session.asked} questions got no answer", interactive=False)
+        raise typer.Exit(1)
 
 
 def _handle(session: ChatSession, line: str, *, interactive: bool) -> bool:
@@ -153,16 +166,19 @@ def _handle(session: ChatSession, line: str, *, interactive: bool) -> bool:
 
 
 def _answer(session: ChatSession, question: str, interactive: bool) -> None:
+    from vedana.cli.output import activity
     from vedana.errors import VedanaError
     from vedana.redaction import redact
 
+    session.asked += 1
     try:
-        future = session.submit(question)
-        result = _wait(future)
+        with activity(interactive and sys.stderr.isatty()) as on_step:
+            result = _wait(session.submit(question, on_step))
     except KeyboardInterrupt:
         _say("(answer cancelled; the thread is unchanged)", interactive)
         return
     except VedanaError as exc:  # a provider error keeps the conversation going
+        session.failed += 1
         _say(f"error: {exc}", interactive)
         return
     started = session.record(result)
@@ -187,7 +203,8 @@ def _footer(result: AskResult) -> str:
     cost = trace.to_dict()["usage"]
     dollars = [u["cost_usd"] for u in cost.values()]
     money = "cost unknown" if any(d is None for d in dollars) else f"${sum(dollars):.4f}"
-    return f"({len(trace.tool_calls)} tool calls · {trace.total_s:.1f} s · {money} · /trace for details)"
+    calls = len(trace.tool_calls)
+    return f"({calls} tool call{'' if calls == 1 else 's'} · {trace.total_s:.1f} s · {money} · /trace for details)"
 
 
 def _command(session: ChatSession, line: str, interactive: bool) -> bool:
@@ -212,11 +229,24 @@ def _command(session: ChatSession, line: str, interactive: bool) -> bool:
         if not arg:
             _say(f"model: {session.settings.model}", interactive)
         else:
-            session.settings = session.settings.model_copy(update={"model": arg})
-            _say(f"model: {arg}", interactive)
+            _switch_model(session, arg, interactive)
     else:
         _say(f"unknown command {name}; /help lists them", interactive)
     return True
+
+
+def _switch_model(session: ChatSession, model: str, interactive: bool) -> None:
+    """Answer with `model` from now on, unless it cannot be called (then say why, keep the old one)."""
+    from vedana.agent.llm import LLM
+    from vedana.errors import LLMError
+
+    try:
+        LLM(session.settings).check(model)
+    except LLMError as exc:
+        _say(f"error: {exc}; still answering with {session.settings.model}", interactive)
+        return
+    session.settings = session.settings.model_copy(update={"model": model})
+    _say(f"model: {model}", interactive)
 
 
 def _thread_line(row: dict[str, Any]) -> str:

@@ -36,8 +36,9 @@ def cypher(
         vedana cypher "CALL db.labels()" --json
     """
     from vedana.agent.tools import run_cypher
-    from vedana.cli.output import info, print_json
+    from vedana.cli.output import info, print_json, print_warning
     from vedana.config import get_settings
+    from vedana.ops.status import empty_result_note
     from vedana.stores.graph_factory import open_graph
 
     settings = get_settings()
@@ -45,6 +46,9 @@ def cypher(
         outcome = run_cypher(
             graph, query, row_limit=limit or settings.cypher_rows_limit, timeout_s=settings.cypher_timeout_s
         )
+    note = empty_result_note(settings, outcome.rows)  # 0 because nothing is synced here: say so
+    if note:
+        print_warning(note)
     if json_:
         print_json(outcome.to_dict())
         return

@@ -12,8 +12,8 @@ def mcp(
         str | None,
         typer.Option(
             "--http",
-            help="Serve streamable HTTP on HOST:PORT instead of stdio (off loopback, VEDANA_MCP_TOKEN is "
-            "required and every request must send it as a bearer token).",
+            help="Serve streamable HTTP on HOST:PORT (or PORT, on 127.0.0.1) instead of stdio (off loopback, "
+            "VEDANA_MCP_TOKEN is required and every request must send it as a bearer token).",
             show_default=False,
         ),
     ] = None,
@@ -29,10 +29,11 @@ def mcp(
 
         vedana mcp                                  # stdio: what desktop assistants launch
 
-        vedana mcp --http 127.0.0.1:8765            # streamable HTTP at http://127.0.0.1:8765/mcp
+        vedana mcp --http 8765                      # streamable HTTP at http://127.0.0.1:8765/mcp
 
         VEDANA_MCP_TOKEN=s3cret vedana mcp --http 0.0.0.0:8765
     """
+    from vedana.cli.output import info
     from vedana.config import get_settings
     from vedana.mcp.server import build_server
 
@@ -44,4 +45,9 @@ def mcp(
 
     host, port = parse_bind(http)  # a bad --http fails before anything starts
     token = settings.mcp_token.get_secret_value() if settings.mcp_token else None
-    serve_http(build_server(settings, with_ask=False if no_ask else None), host, port, token)
+
+    def listening(url: str) -> None:
+        auth = "; clients send Authorization: Bearer $VEDANA_MCP_TOKEN" if token else ""
+        info(f"serving MCP at {url} (Ctrl-C stops{auth})")
+
+    serve_http(build_server(settings, with_ask=False if no_ask else None), host, port, token, listening)

@@ -165,3 +165,24 @@ def progress(enabled: bool) -> Iterator[ProgressCallback]:
 
     with bars:
         yield on_progress
+
+
+StepCallback = Callable[[str], None]
+
+
+@contextmanager
+def activity(enabled: bool, first: str = "reading the knowledge base") -> Iterator[StepCallback]:
+    """Yields `on_step(text)`. On a terminal: a transient spinner on stderr showing the step in
+    progress (any thread may report); otherwise a no-op, so pipes and --json stay clean."""
+    if not enabled:
+        yield lambda text: None
+        return
+    from rich.text import Text
+
+    status = stderr_console().status(Text(first))  # rich's Status is transient: it leaves no line
+
+    def on_step(text: str) -> None:
+        status.update(Text(redact(" ".join(text.split()))[:200]))  # data, never markup
+
+    with status:
+        yield on_step

@@ -52,30 +52,42 @@ def runs(
             sys.stdout.write(line + "\n")
 
 
+UNCHANGED = "source unchanged since the last sync, nothing read"
+
+
+def _staging_text(sync: dict[str, Any]) -> str:
+    if sync.get("unchanged_early"):  # "0 nodes, 0 edges" would read as an empty knowledge base
+        return UNCHANGED
+    nodes, edges = sync.get("nodes") or {}, sync.get("edges") or {}
+    return (
+        f"staging {nodes.get('loaded', 0)} nodes, {edges.get('loaded', 0)} edges "
+        f"(written {nodes.get('written', 0) + edges.get('written', 0)}, "
+        f"deleted {nodes.get('deleted', 0) + edges.get('deleted', 0)})"
+    )
+
+
+def _index_text(index: dict[str, Any]) -> str:
+    return (
+        f"graph +{index.get('nodes_upserted', 0) + index.get('edges_upserted', 0)} "
+        f"-{index.get('nodes_deleted', 0) + index.get('edges_deleted', 0)}; "
+        f"vectors +{index.get('values_written', 0)} -{index.get('values_deleted', 0)}"
+    )
+
+
 def _counts_text(row: dict[str, Any]) -> str:
     counts = row["counts"] or {}
     if row["kind"] == "run":
         sync, index = counts.get("sync") or {}, counts.get("index") or {}
         if not sync and not index:
             return ""
-        nodes, edges = sync.get("nodes") or {}, sync.get("edges") or {}
-        return (
-            f"staging {nodes.get('loaded', 0)} nodes, {edges.get('loaded', 0)} edges "
-            f"(written {nodes.get('written', 0) + edges.get('written', 0)}, "
-            f"deleted {nodes.get('deleted', 0) + edges.get('deleted', 0)}); "
-            f"graph +{index.get('nodes_upserted', 0) + index.get('edges_upserted', 0)} "
-            f"-{index.get('nodes_deleted', 0) + index.get('edges_deleted', 0)}; "
-            f"vectors +{index.get('values_written', 0)} -{index.get('values_deleted', 0)}"
-        )
+        return f"{_staging_text(sync)}; {_index_text(index)}"
     if row["kind"] == "sync" and counts:
+        if counts.get("unchanged_early"):
+            return UNCHANGED
         nodes, edges = counts.get("nodes") or {}, counts.get("edges") or {}
         return f"{nodes.get('loaded', 0)} nodes, {edges.get('loaded', 0)} edges"
     if row["kind"] == "index" and counts:
-        return (
-            f"graph +{counts.get('nodes_upserted', 0) + counts.get('edges_upserted', 0)} "
-            f"-{counts.get('nodes_deleted', 0) + counts.get('edges_deleted', 0)}; "
-            f"vectors +{counts.get('values_written', 0)} -{counts.get('values_deleted', 0)}"
-        )
+        return _index_text(counts)
     return ""
 
 
@@ -106,6 +118,13 @@ def _per_type(kb: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     return out
 
 
+def _state_text(kb: dict[str, Any]) -> str:
+    if not kb["synced"]:
+        return kb["empty_home"] or "empty, nothing synced yet: run `vedana sync`"
+    state = "up to date" if kb["up_to_date"] else "index behind staging: run `vedana index`"
+    return f"staging version {kb['staging']['version']}, {state}"
+
+
 def _model_text(kb: dict[str, Any]) -> str:
     in_use, configured = kb["embeddings"]["in_use"], kb["embeddings"]["configured"]
     if in_use is None:
@@ -128,8 +147,7 @@ def plain_lines(result: dict[str, Any]) -> list[str]:
         lines.append("no runs yet")
     kb = result["knowledge_base"]
     lines.append("")
-    state = "up to date" if kb["up_to_date"] else "index behind staging: run `vedana index`"
-    lines.append(f"knowledge base: staging version {kb['staging']['version']}, {state}")
+    lines.append(f"knowledge base: {_state_text(kb)}")
     for kind, name, staging, graph, vectors in _per_type(kb):
         lines.append(f"  {kind} {name}: staging {staging}, graph {graph}, vectors {vectors or '-'}")
     if "error" in kb["graph"]:
@@ -178,8 +196,8 @@ def _print_rich(result: dict[str, Any]) -> None:
     for row in _per_type(kb):
         holdings.add_row(*(Text(value) for value in row))
     console.print(holdings)
-    state = "up to date" if kb["up_to_date"] else "[yellow]index behind staging: run `vedana index`[/]"
-    console.print(f"staging version {kb['staging']['version']}, {state}", markup=True)
+    up_to_date = kb["synced"] and kb["up_to_date"]
+    console.print(Text(_state_text(kb), style="" if up_to_date else "yellow"), highlight=False)
     for label, key in (("last sync", "last_sync"), ("last index", "last_index"), ("last run", "last_run")):
         console.print(Text(f"{label}: {_when(kb[key])}"), highlight=False)
     console.print(Text(f"embedding model: {_model_text(kb)}"), highlight=False)

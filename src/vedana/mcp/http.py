@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import os
+import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from vedana.errors import ConfigError
+from vedana.errors import ConfigError, ServiceError
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -16,7 +19,11 @@ DEFAULT_PORT = 8765
 
 
 def parse_bind(text: str) -> tuple[str, int]:
-    """`HOST:PORT`, `:PORT` or `HOST` (port 8765) → (host, port); a one-line error otherwise."""
+    """`HOST:PORT`, `:PORT`, `PORT` (on 127.0.0.1) or `HOST` (port 8765) → (host, port); a
+    one-line error otherwise."""
+    text = text.strip()
+    if text.isdigit():
+        text = f":{text}"
     host, sep, port = text.rpartition(":") if ":" in text else (text, "", "")
     host = (host or "127.0.0.1").strip("[]")
     try:
@@ -26,6 +33,22 @@ def parse_bind(text: str) -> tuple[str, int]:
     if not 0 < number < 65536:
         raise ConfigError(f"--http {text!r}: write HOST:PORT, e.g. 127.0.0.1:{DEFAULT_PORT}")
     return host, number
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port, so a port in use fails here, in one line, before serving."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=128)
+    except OSError as exc:
+        raise ServiceError(
+            f"cannot serve on {host}:{port} ({os.strerror(exc.errno) if exc.errno else exc}); "
+            "pick another with --http HOST:PORT"
+        ) from None
+
+
+def url_of(host: str, port: int) -> str:
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
 
 
 def is_loopback(host: str) -> bool:
@@ -56,8 +79,15 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def serve_http(server: MCPServer, host: str, port: int, token: str | None) -> None:
-    """Serve until interrupted. Off loopback a token is required (VEDANA_MCP_TOKEN)."""
+def serve_http(
+    server: MCPServer,
+    host: str,
+    port: int,
+    token: str | None,
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until interrupted. Off loopback a token is required (VEDANA_MCP_TOKEN).
+    `on_listening(url)` is called once the port is bound."""
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -71,4 +101,7 @@ def serve_http(server: MCPServer, host: str, port: int, token: str | None) -> No
     app: Any = server.streamable_http_app(host=host, transport_security=security)
     if token:
         app = BearerAuth(app, token)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    sock = listen(host, port)
+    if on_listening is not None:
+        on_listening(url_of(host, port))
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

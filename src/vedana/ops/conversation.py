@@ -7,6 +7,7 @@ when the agent fails, so a provider error leaves the thread usable as it was.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -94,14 +95,16 @@ def ask_in_thread(
     engine: Engine | None = None,
     graph: GraphStore | None = None,
     embedder: Embedder | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> ThreadAnswer:
-    """Answer `question` as the next turn of `thread` (an id, or "new" to start one)."""
+    """Answer `question` as the next turn of `thread` (an id, or "new" to start one); `on_step`
+    hears the agent's steps as `ask` reports them."""
     from vedana.agent import ask
 
     engine = _engine(settings, engine)
     history = thread_history(settings, thread, engine)
     result = ask(settings, question, use_filter=use_filter, graph=graph, engine=engine, embedder=embedder,
-                 history=history)  # fmt: skip
+                 history=history, on_step=on_step)  # fmt: skip
     thread_id = record_turn(settings, thread, result, engine)
     return ThreadAnswer(thread_id=thread_id, created=thread == NEW, result=result)
 

@@ -63,7 +63,7 @@ def lint(
         try:
             model_source = open_source(data_model, role="data_model", settings=settings, csv=csv)
         except ConfigError as exc:
-            result.skipped = f"no data model source ({exc})"
+            result.skipped = str(exc)  # names what is missing and how to give it
             return result
         sources.append(model_source)
         data_source = None

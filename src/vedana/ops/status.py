@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vedana.ops import inventory
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SUCCESS = ("ok", "unchanged")
+DEMO_HOME = ".vedana-demo"  # where `make demo` keeps its knowledge base, beside the default home
 
 
 def _seconds(row: dict[str, Any]) -> float | None:
@@ -78,7 +80,8 @@ def knowledge_base(settings: Settings, engine: Engine, graph: GraphStore | None 
     from vedana.stores.vectors import recorded_model
 
     with engine.connect() as conn:
-        owned = owned_types(conn, load_data_model(conn, required=False))
+        dm = load_data_model(conn, required=False)
+        owned = owned_types(conn, dm)
         staging = owned.live()
         version = inventory.staging_version(conn)
         marks = inventory.watermarks(conn)
@@ -87,6 +90,8 @@ def knowledge_base(settings: Settings, engine: Engine, graph: GraphStore | None 
         last = {kind: _last_success(conn, kind) for kind in ("sync", "index", "run")}
     locked = is_run_locked(settings.home)
     return {
+        "synced": bool(dm.anchors),  # False: nothing synced into this knowledge base yet
+        "empty_home": None if dm.anchors else empty_home_message(settings),
         "staging": {**staging, "version": version},
         "graph": _graph_counts(settings, graph, owned),
         "vectors": vectors,
@@ -147,3 +152,57 @@ def status(
         "runs": [run_row(r, held) for r in recent_runs(engine, limit=limit, kind=kind)],
         "knowledge_base": knowledge_base(settings, engine, graph),
     }
+
+
+def _shown(path: Path) -> str:
+    """`path` as a user would type it here: relative to the working directory when inside it."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def demo_home(settings: Settings) -> Path | None:
+    """The demo's home beside this one, when it is another home that holds a knowledge base."""
+    demo = settings.home.parent / DEMO_HOME
+    if not settings.uses_embedded_postgres or demo == settings.home:
+        return None
+    return demo if (demo / "postgres" / "PG_VERSION").is_file() else None
+
+
+def empty_home_message(settings: Settings) -> str | None:
+    """The line for a home with nothing synced when the demo's has a knowledge base, else None."""
+    demo = demo_home(settings)
+    if demo is None:
+        return None
+    return (
+        f"this home ({_shown(settings.home)}) is empty; the demo's knowledge base is in {_shown(demo)}: "
+        f"export VEDANA_HOME={_shown(demo)}"
+    )
+
+
+def empty_knowledge_base_note(settings: Settings, engine: Engine | None = None) -> str | None:
+    """One line when no data model has been synced into this knowledge base, else None."""
+    from vedana.stores.staging import load_data_model
+
+    if engine is None:
+        from vedana.stores.postgres import get_engine
+
+        engine = get_engine(settings)
+    with engine.connect() as conn:
+        if load_data_model(conn, required=False).anchors:
+            return None
+    where = f" in {_shown(settings.home)}" if settings.uses_embedded_postgres else ""
+    return empty_home_message(settings) or f"the knowledge base{where} is empty: run `vedana sync` first"
+
+
+def _looks_empty(value: Any) -> bool:
+    return value in (None, 0, [], {}, "")
+
+
+def empty_result_note(settings: Settings, rows: list[dict[str, Any]]) -> str | None:
+    """For a query result that shows nothing (no rows, or only zeros and nulls): a line saying
+    so when that is because the knowledge base is empty, else None."""
+    if any(not _looks_empty(value) for row in rows for value in row.values()):
+        return None
+    return empty_knowledge_base_note(settings)
