@@ -20,6 +20,7 @@ from vedana.errors import CypherSchemaMismatch
 
 MAX_PROBLEMS = 5  # named in one refusal; the model fixes these, the next round shows the rest
 MAX_LISTED = 12  # real names listed when none is close to the one written
+SIMILAR, NEARLY = 0.6, 0.15  # difflib ratios: similar enough to suggest; nearly as similar as the best
 
 
 @dataclass(frozen=True)
@@ -52,17 +53,25 @@ class GraphSchema:
 
 
 def closest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
-    """The real names a misspelt `name` most likely meant: the same name in another case first,
-    then the most similar (case ignored), then those that contain it (`name` → `person_name`)."""
+    """The real names a misspelt `name` most likely meant: the same name in another case; else
+    the most similar (case ignored), those nearly as similar as the best; else those that
+    contain it or that it contains (`name` → `person_name`)."""
     pool = sorted(set(candidates))
     folded = name.casefold()
     same = [c for c in pool if c.casefold() == folded]
     if same:
         return same[:limit]
-    by_fold = {c.casefold(): c for c in pool}
-    near = [by_fold[c] for c in difflib.get_close_matches(folded, list(by_fold), n=limit, cutoff=0.6)]
-    within = [c for c in pool if len(folded) >= 3 and (folded in c.casefold() or c.casefold() in folded)]
-    return list(dict.fromkeys(near + within))[:limit]
+    scored = sorted(
+        ((difflib.SequenceMatcher(None, folded, c.casefold()).ratio(), c) for c in pool),
+        key=lambda sc: -sc[0],
+    )
+    best = scored[0][0] if scored else 0.0
+    near = [c for score, c in scored if score >= max(SIMILAR, best - NEARLY)]
+    if near:
+        return near[:limit]
+    return [c for c in pool if len(folded) >= 3 and (folded in c.casefold() or c.casefold() in folded)][
+        :limit
+    ]
 
 
 def _quoted(names: Iterable[str]) -> str:
@@ -75,7 +84,7 @@ def _hint(name: str, candidates: Iterable[str], what: str) -> str:
     if near:
         return f"did you mean {' or '.join(f'`{n}`' for n in near)}?"
     shown = _quoted(pool[:MAX_LISTED]) + (", …" if len(pool) > MAX_LISTED else "")
-    return f"{what} {shown}" if pool else f"there are no {what.split()[-1]}"
+    return f"{what} {shown}" if pool else "there are none"
 
 
 def schema_problems(query: str, schema: GraphSchema) -> list[str]:
@@ -148,8 +157,8 @@ def _property_problem(use: PropertyUse, schema: GraphSchema) -> str | None:
         return None
     owner = " or ".join(f"`{n}`" for n in names)
     kind = "nodes" if var.kind == "node" else "relationships"
-    which = "their properties are" if allowed else "they have no properties"
-    return f"{owner} {kind} have no property `{use.key}` ({_hint(use.key, allowed, which)})"
+    hint = _hint(use.key, allowed, "their properties are") if allowed else "they have no properties"
+    return f"{owner} {kind} have no property `{use.key}` ({hint})"
 
 
 # -- directions ------------------------------------------------------------------------------------
