@@ -122,8 +122,12 @@ def _block(lock_body: str, name: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the lock files are stale")
-    parser.add_argument("--upgrade", action="store_true", help="move every package to its newest allowed version")
-    parser.add_argument("--upgrade-package", action="append", default=[], metavar="NAME", help="move this one")
+    parser.add_argument(
+        "--upgrade", action="store_true", help="move every package to its newest allowed version"
+    )
+    parser.add_argument(
+        "--upgrade-package", action="append", default=[], metavar="NAME", help="move this one"
+    )
     args = parser.parse_args()
     if args.check:
         pyproject = tomllib.loads(PYPROJECT.read_text())

@@ -5,6 +5,8 @@ embedded FalkorDB to prove it is valid Cypher there."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from support.agent_kb import data_model
@@ -82,3 +84,20 @@ def test_the_other_dialects_forms_are_not_falkordbs(graph: GraphStore) -> None:
     for query in OTHER_DIALECTS:
         with pytest.raises(CypherError):
             graph.query(query, PARAMS, read_only=True, row_limit=10, timeout_s=10)
+
+
+def test_a_wrong_case_label_or_type_anywhere_in_the_corpus_is_caught() -> None:
+    """The other side of the corpus: written in the wrong case, each data-model label or type of
+    each query is refused, whatever form the query has."""
+    schema, mutated = samples_schema(), 0
+    for query in SAMPLES_CORPUS + OTHER_DIALECTS:
+        for name in sorted(schema.labels | schema.types):
+            written = re.compile(rf":{re.escape(name)}(?!\w)")
+            if not written.search(query):
+                continue
+            wrong = name.swapcase()
+            problems = schema_problems(written.sub(f":{wrong}", query, count=1), schema)
+            kind = "label" if name in schema.labels else "relationship type"
+            assert f"unknown {kind} `{wrong}` (did you mean `{name}`?)" in problems, query
+            mutated += 1
+    assert mutated >= 150

@@ -102,6 +102,20 @@ def test_each_kind_of_wrong_name_is_refused_with_the_closest_real_names(
         ("MATCH (p:person) RETURN p.`full name`", "`full name`"),
         ("MATCH (n:person:Human) RETURN n", "`Human`"),
         ("MATCH ()-[r:PERSON_has_INTEREST|LIKES]->() RETURN r", "`LIKES`"),
+        ("MATCH ()-[r:PERSON_has_INTEREST|:LIKES]->() RETURN r", "`LIKES`"),
+        ("MATCH (p:person) RETURN {isCity: p:City} AS m", "`City`"),  # a label predicate as a map value
+        ("MATCH (p:person) WITH p SKIP 1 LIMIT 2 RETURN p.nme", "`nme`"),
+        ("MATCH (p:person) RETURN p ORDER BY p.nme", "`nme`"),
+        ("MATCH (p:person) RETURN p{.nme}", "`nme`"),
+        ("MATCH (`my p`:person) RETURN `my p`.nme", "`nme`"),
+        ("MATCH (p:person {`nme`: 'x'}) RETURN p", "`nme`"),
+        ("MATCH (p:person) MATCH (c:city {name: p.person_name}) RETURN c", "`city` nodes"),
+        (
+            "MATCH (p:person) WHERE EXISTS { MATCH (p)-[:PERSON_lives_in_CITY]->(c) WHERE c.name = 'x' } RETURN p",
+            "`name`",
+        ),
+        ("MATCH (p:person) RETURN COUNT { (p)-[:PERSON_has_INTEREST]->(i) WHERE i.name = 'x' }", "`name`"),
+        ("MATCH (p:person) RETURN [(p)-[:PERSON_lives_in_CITY]->(c) | c.name][0] AS city", "`name`"),
         ("MATCH (p:person)\n// the members\nWHERE p.nme = 'x' RETURN p", "`nme`"),
     ],
 )
@@ -129,6 +143,16 @@ def test_names_are_checked_through_every_form_that_keeps_a_variables_kind(
         "MATCH (p:person) WHERE p.person_name = 'p.name :Person' RETURN p // p.name (x:Human)",
         "MATCH (p:person) RETURN date.truncate('month', p.person_joined)",  # a function's namespace
         "MATCH (p:person) RETURN p.person_name AS `p.name`",
+        "MATCH (x:person) MATCH (x:city) RETURN x.city_name, x.person_name",  # both labels: either's
+        "MATCH (x)-[:PERSON_lives_in_CITY]-(y) RETURN x.person_name, y.city_name",  # either end
+        "MATCH (a:person)-[:PERSON_has_INTEREST*1..2]->(b) RETURN b.anything",  # many hops: b unknown
+        "MATCH (p:person)-[r]->(x) WHERE type(r) = 'PERSON_has_INTEREST' RETURN r.anything",
+        "CALL db.idx.fulltext.queryNodes('person', 'ada') YIELD node RETURN node.anything",
+        "MATCH (p:person) WITH p.person_age AS age, collect(p) AS ps RETURN ps[0].anything, head(ps).anything",
+        "UNWIND $rows AS row MATCH (p:person {id: row.key}) RETURN row.anything",
+        "MATCH (a)-[r:PERSON_has_INTEREST *WSHORTEST (r, n | r.weight)]->(b) RETURN b",  # Memgraph
+        "CALL { MATCH (c:city) RETURN c } RETURN c.anything",
+        "MATCH (p:person) RETURN p.person_name AS name UNION ALL MATCH (p:city) RETURN p.city_name AS name",
     ],
 )
 def test_what_cannot_be_told_is_let_through(schema: GraphSchema, query: str) -> None:

@@ -213,7 +213,7 @@ class _Reader:
             self.open(k)
         elif tok.kind == "punct" and tok.text in ")]}":
             self.closing(k)
-        elif tok.kind == "punct" and tok.text == ":" and k > self.label_end:
+        elif tok.kind == "punct" and tok.text == ":" and k >= self.label_end:
             self.colon(k)
         elif tok.kind == "punct" and tok.text == ".":
             self.dot(k)
@@ -344,16 +344,22 @@ class _Reader:
 
     def label_names(self, j: int, *, allow_bar: bool) -> tuple[tuple[str, ...], int]:
         """The names of a label expression starting at `j` (after its colon) and the index
-        after it. `|` joins names only where it cannot be a comprehension's bar."""
+        after it: `A:B`, `A|B`, `A|:B`, `A&B`, `!A`. `|` joins names only where it cannot be a
+        comprehension's bar."""
         names: list[str] = []
         expect_name = True
         joiners = LABEL_JOINERS if allow_bar else LABEL_JOINERS - {"|"}
         while j < len(self.tokens):
             tok = self.tokens[j]
+            punct = tok.text if tok.kind == "punct" else ""
             if expect_name and tok.kind in {"word", "name"}:
                 names.append(self.raw(j))
                 expect_name = False
-            elif tok.kind == "punct" and (tok.text == "!" or (not expect_name and tok.text in joiners)):
+            elif (
+                punct == "!"
+                or (not expect_name and punct in joiners)
+                or (expect_name and names and punct == ":")
+            ):
                 expect_name = True
             else:
                 break
