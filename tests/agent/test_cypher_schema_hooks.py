@@ -54,6 +54,19 @@ def test_labels_only_the_graph_holds_are_known(settings: Settings, graph: GraphS
     assert trace.error == "refused before running: unknown label `visitor` (did you mean `Visitor`?)"
 
 
+def test_a_label_the_graph_no_longer_holds_is_unknown(
+    settings: Settings, graph: GraphStore, kb: DataModel
+) -> None:
+    """FalkorDB's db.labels() keeps every label that ever existed: only those with nodes count."""
+    graph.query("CREATE (:person {id: 'gone'})-[:KNEW]->(:person {id: 'also gone'})")
+    graph.query("MATCH (n:person) DETACH DELETE n")
+    assert "person" in graph.names()[0]  # type: ignore[index]
+    _, trace = run_cypher_tool(
+        Toolbox(settings, kb, graph, vector_search=None), "MATCH (p:person)-[:KNEW]->() RETURN p"
+    )
+    assert trace.error is not None and "unknown label `person`" in trace.error and "`KNEW`" in trace.error
+
+
 def test_with_the_check_off_a_wrong_name_runs_and_finds_nothing(
     settings: Settings, graph: GraphStore, kb: DataModel
 ) -> None:

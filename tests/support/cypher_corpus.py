@@ -66,7 +66,7 @@ def command_queries(path: Path) -> list[str]:
     from vedana.cypher.guard import refusal_reason
 
     found = re.findall(r'cypher\s+"([^"]+)"', path.read_text(encoding="utf-8"))
-    return [q for q in found if STARTS.match(q) and refusal_reason(q) is None]
+    return [q for q in found if STARTS.match(q) and refusal_reason(q) is None and q not in WRONG_ON_PURPOSE]
 
 
 # Forms a model writes that the data model's own examples do not show, on the samples' names.
