@@ -145,7 +145,8 @@ def ask(cli: Cli) -> str:
 
 
 def grist(work: Path) -> dict[str, str]:
-    """Three syncs over the REST API of the Grist stand-in serving samples/people."""
+    """Three syncs over the REST API of the Grist stand-in serving samples/people; then one after
+    `Anchor_interest` was renamed, which the deletion guard refuses."""
     from standins.fake_grist import FakeGrist
     from standins.grist_files import Col, Doc, Table
 
@@ -176,12 +177,15 @@ def grist(work: Path) -> dict[str, str]:
                 server.states(data)  # the server records the new state…
                 server.forget_history(data.doc_id)  # …and no longer the one the last sync saw
                 lines.append(cli("sync"))
+                interests.id = "Interests"  # renamed in Grist
+                refused = cli("sync", "--quiet")
             finally:
                 cli("services", "stop")
     return {
         "grist-changes": "".join(
             line for out in lines for line in out.splitlines(True) if line.startswith("Grist:")
-        )
+        ),
+        "deletion-guard": refused,
     }
 
 
@@ -514,6 +518,6 @@ GROUPS = {
     "regulations": Group(
         ("sync", "index", "search", "cypher", "ask", "runs", "check", "services"), regulations
     ),
-    "grist": Group(("grist-changes",), grist),
+    "grist": Group(("grist-changes", "deletion-guard"), grist),
     "people": Group(("demo", "model", "chat", "mcp", "eval", "run", "run-unchanged"), people),
 }

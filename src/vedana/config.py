@@ -52,6 +52,13 @@ class Settings(BaseSettings):
     grist_timeout_s: float = Field(default=20.0, gt=0)
     grist_deadline_s: float = Field(default=45.0, gt=0)
 
+    # A sync fails rather than delete more than this share of a type's rows (when over the floor's
+    # count of rows); `--allow-deletions` lets it through.
+    max_delete_share: float = Field(
+        default=0.5, ge=0, le=1, validation_alias=AliasChoices("VEDANA_MAX_DELETE_SHARE")
+    )
+    max_delete_floor: int = Field(default=10, ge=0, validation_alias=AliasChoices("VEDANA_MAX_DELETE_FLOOR"))
+
     # Storage; unset means the embedded services under vedana_home.
     db_conn_uri: SecretStr | None = None
     memgraph_uri: str | None = None

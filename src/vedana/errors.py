@@ -37,6 +37,10 @@ class SourceError(VedanaError):
     """Bad input data: a missing table, an unreadable file, a malformed row."""
 
 
+class DeletionRefused(SourceError):
+    """A sync would delete a whole type, or too much of one: nothing was written."""
+
+
 class GristError(SourceError):
     """The Grist server refused or failed a request."""
 

@@ -75,7 +75,7 @@ def test_sources_synced_from_a_grist_server_link_to_their_rows(
 
     with FakeGrist(club_model(), club_data(), api_key=API_KEY) as grist:
         settings = grist_settings(agent_settings, grist.url).model_copy(update={"enable_dm_filtering": False})
-        sync(settings, full=True)
+        sync(settings, full=True, allow_deletions=True)  # replaces what other tests left in staging
         index(settings, full=True, engine=pg_engine, graph=graph, embedder=local_embedder)
 
         def agent(body: dict[str, Any]) -> dict[str, Any]:

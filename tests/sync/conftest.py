@@ -17,6 +17,13 @@ from vedana.config import Settings
 
 
 @pytest.fixture(scope="session")
+def settings(settings: Settings) -> Settings:
+    """The session's settings, with no share of a type too large to delete: these tests edit and
+    delete freely; the deletion guard's own tests (`test_deletion_guard.py`) set its limits."""
+    return settings.model_copy(update={"max_delete_share": 1.0})
+
+
+@pytest.fixture(scope="session")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """400 rows of the bench's `people` shape as a CSV folder (seed 7), read only: tests copy it
     before they edit it."""

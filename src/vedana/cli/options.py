@@ -37,5 +37,13 @@ Strict = Annotated[
         "malformed CSV rows skipped; without it those are warnings.",
     ),
 ]
+AllowDeletions = Annotated[
+    bool,
+    typer.Option(
+        "--allow-deletions",
+        help="Let the sync delete what it otherwise refuses to: every row of a type whose table or id "
+        "column is missing from the data, or more than VEDANA_MAX_DELETE_SHARE of a type's rows.",
+    ),
+]
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON (the library's report).")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary; errors only.")]

@@ -33,6 +33,7 @@ def run(
         ),
     ] = 10.0,
     strict: options.Strict = False,
+    allow_deletions: options.AllowDeletions = False,
     json_: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print nothing unless something fails.")
@@ -75,6 +76,7 @@ def run(
             csv=csv,
             full=full,
             strict=strict,
+            allow_deletions=allow_deletions,
             wait=wait,
             on_progress=on_progress,
             on_notice=notice,

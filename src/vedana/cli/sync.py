@@ -28,6 +28,7 @@ def sync(
         typer.Option("--full", help="Read and compare everything, even if the documents did not change."),
     ] = False,
     strict: options.Strict = False,
+    allow_deletions: options.AllowDeletions = False,
     json_: options.Json = False,
     quiet: options.Quiet = False,
 ) -> None:
@@ -38,7 +39,9 @@ def sync(
     the source are marked deleted, so `vedana index` handles exactly the change. One
     transaction: a failure leaves the previous state intact. A run on unchanged documents
     stops early (Grist's latest action hash, or a digest of the files, is compared with the
-    last sync's); `--full` reads everything anyway.
+    last sync's); `--full` reads everything anyway. A sync that would delete every row of a type
+    because its table or id column went missing (a renamed table), or more than
+    VEDANA_MAX_DELETE_SHARE of a type's rows, fails and writes nothing unless `--allow-deletions`.
 
     Examples:
 
@@ -53,6 +56,8 @@ def sync(
         vedana sync --data-model-only
 
         vedana sync --strict
+
+        vedana sync --allow-deletions
     """
     from vedana.cli.output import print_json, progress, show_progress
     from vedana.config import get_settings
@@ -68,6 +73,7 @@ def sync(
             on_progress=on_progress,
             full=full,
             strict=strict,
+            allow_deletions=allow_deletions,
         )
     if json_:
         print_json(report.to_dict())

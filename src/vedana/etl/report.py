@@ -106,6 +106,8 @@ class SyncReport:
     paths: dict[str, str] = field(default_factory=dict)
     # What the sources repaired or skipped as they read: NUL characters, malformed CSV rows.
     findings: SourceFindings = field(default_factory=SourceFindings)
+    # What `--allow-deletions` let through that the deletion guard would have refused.
+    deletions_allowed: list[str] = field(default_factory=list)
 
     @property
     def warnings(self) -> list[str]:
@@ -166,5 +168,6 @@ class SyncReport:
             "grist_fetch": self.grist_fetch.to_dict() if self.grist_fetch else None,
             "paths": self.paths,
             "warnings": self.warnings,
+            "deletions_allowed": self.deletions_allowed,
             **self.findings.to_dict(),
         }

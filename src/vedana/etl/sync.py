@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from vedana.datamodel.read import read_data_model
 from vedana.errors import SourceError
+from vedana.etl.deletion_guard import DeletionLimits, check_deletions
 from vedana.etl.gc_pause import cyclic_gc_paused
 from vedana.etl.grist_mirror import refresh_mirror
 from vedana.etl.normalize import (
@@ -49,6 +50,7 @@ from vedana.etl.resync import (
 from vedana.sources import Source, open_source
 from vedana.sources.findings import findings_of
 from vedana.sources.grist_api import GristApiSource
+from vedana.stores.staged_deletions import staged_deletions
 from vedana.stores.staging_write import Counts, StagingWriter
 from vedana.stores.sync_rows import save_rows
 
@@ -82,6 +84,7 @@ def sync(
     on_progress: ProgressCallback | None = None,
     full: bool = False,
     strict: bool = False,
+    allow_deletions: bool = False,
 ) -> SyncReport:
     """Sync the data model (and, unless `data_model_only`, the data) into staging.
 
@@ -92,6 +95,8 @@ def sync(
     sync (their Grist action hash, or the files' digest, is what the last sync stored).
     `strict`: fail, writing nothing, when a source had to be repaired (NUL characters removed)
     or had malformed rows skipped; without it they are warnings of the report.
+    `allow_deletions`: let through what the deletion guard refuses (`vedana.etl.deletion_guard`:
+    a type emptied by a missing table or id column, or more than a set share of a type's rows).
     Sources passed in as objects are closed when the sync ends.
     """
     from vedana.stores.postgres import get_engine
@@ -138,7 +143,11 @@ def sync(
                     with engine.begin() as conn, cyclic_gc_paused(), _RowsAhead() as ahead:
                         if not full and rows_source is not None:
                             ahead.start(engine, rows_source.describe(), _hash_ahead(conn, rows_source))
-                        _sync_into(conn, model_source, rows_source, report, progress, full=full, kept=ahead)
+                        planned = _sync_into(
+                            conn, model_source, rows_source, report, progress, full=full, kept=ahead
+                        )
+                        if planned is not None:
+                            _guard_deletions(conn, *planned, report, settings, allow=allow_deletions)
                         # What a source could not carry (the CSV export's lost columns), said once.
                         report.notes += [n for s in sources for n in getattr(s, "notes", ())]
                         report.findings = findings_of(model_source, rows_source)
@@ -155,6 +164,16 @@ def sync(
     finally:
         for source in sources:
             source.close()
+
+
+def _guard_deletions(
+    conn: Connection, dm: DataModel, plan: TablePlan, report: SyncReport, settings: Settings, *, allow: bool
+) -> None:
+    """Before commit: refuse (`DeletionRefused`, rolling everything back) what the staged rows
+    would delete beyond the guard's limits, or note what `allow` let through."""
+    limits = DeletionLimits(settings.max_delete_share, settings.max_delete_floor, allow)
+    report.deletions_allowed = check_deletions(staged_deletions(conn), dm, plan, report, limits)
+    report.notes += report.deletions_allowed
 
 
 def _hash_ahead(conn: Connection, source: Source) -> dict[str, KeptLines] | None:
@@ -327,9 +346,10 @@ def _sync_into(
     *,
     full: bool = False,
     kept: _RowsAhead | None = None,
-) -> None:
+) -> tuple[DataModel, TablePlan] | None:
     """Sync the model (and the data, when there is a source of it) into staging, on the
-    incremental path when it applies (`kept`: the last sync's rows, being read ahead)."""
+    incremental path when it applies (`kept`: the last sync's rows, being read ahead).
+    Returns the model and the data's tables when the data was synced."""
     from vedana.stores.staging import mark_staged_by, save_data_model, stored_data_model_is
 
     progress("data model", 0, None)
@@ -339,7 +359,7 @@ def _sync_into(
         save_data_model(conn, dm)
     progress("data model", 1, 1)
     if data_source is None:
-        return  # staging's rows stay as the model they were normalised by cast them
+        return None  # staging's rows stay as the model they were normalised by cast them
     # Every staged row is normalised by `dm` once this transaction commits (a changed model
     # re-reads them all): the index may read their values by its dtypes.
     mark_staged_by(conn, dm)
@@ -364,7 +384,7 @@ def _sync_into(
     if not full:
         try:
             _sync_changed_rows(conn, dm, plan, report, source_key, sig, progress, kept)
-            return
+            return dm, plan
         except FullSync as why:
             reason = str(why)
     else:
@@ -399,6 +419,7 @@ def _sync_into(
     )
     save_rows(conn, source_key, summary, rows)
     progress("write staging", 1, 1)
+    return dm, plan
 
 
 def _sync_changed_rows(
@@ -507,4 +528,5 @@ def _run_counts(report: SyncReport) -> dict[str, Any]:
         "edges": data["totals"]["edges"],
         "seconds": data["seconds"],
         "version": data["version"],
+        **({"deletions_allowed": report.deletions_allowed} if report.deletions_allowed else {}),
     }

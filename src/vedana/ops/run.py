@@ -102,6 +102,7 @@ def run(
     csv: bool = False,
     full: bool = False,
     strict: bool = False,
+    allow_deletions: bool = False,
     wait: float = DEFAULT_WAIT_S,
     on_progress: Progress | None = None,
     on_notice: Notice | None = None,
@@ -139,6 +140,7 @@ def run(
                         csv=csv,
                         full=full,
                         strict=strict,
+                        allow_deletions=allow_deletions,
                         on_progress=on_progress,
                     )
                     if on_phase is not None:
