@@ -30,7 +30,9 @@ def graph_schema(dm: DataModel, graph: GraphStore | None = None) -> GraphSchema 
     more_labels, more_types = frozenset[str](), frozenset[str]()
     if graph is not None and names is not None:
         # Engines list a label or type once it has existed; beyond the data model's, keep those in use.
-        held = graph.counts(names[0] - {a.noun for a in dm.anchors}, names[1] - {lk.sentence for lk in dm.links})
+        held = graph.counts(
+            names[0] - {a.noun for a in dm.anchors}, names[1] - {lk.sentence for lk in dm.links}
+        )
         more_labels, more_types = frozenset(held["nodes"]), frozenset(held["edges"])
     return GraphSchema(
         node_properties={a.noun: frozenset({NODE_ID, *(at.name for at in a.attributes)}) for a in dm.anchors},
