@@ -89,6 +89,8 @@ def regulations(work: Path) -> dict[str, str]:
                 show=True,
             )
             + "\n"
+            + cli("cypher", "MATCH (d:document)-[:COVERS]->(r:regulation) RETURN r.title", show=True)
+            + "\n"
             + cli("cypher", "MATCH (d:document) SET d.document_title = 'x'", show=True),
             "ask": ask(cli),
             "runs": cli("runs"),

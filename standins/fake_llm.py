@@ -8,12 +8,15 @@ takes the next `agent` reply. A script entry is a reply dict (see the helpers be
 `(request_body) -> reply`, which lets a test answer from what actually reached the model.
 A reply with `delay_s` is sent that much later (a slow or hung provider). Every request body is
 recorded in `requests` (and per purpose in `filter_requests` / `judge_requests` / `agent_requests`).
+`imperfect_model(query)` is an agent script that makes a Cypher mistake and corrects it only from
+the tool's error text, as a real model would have to.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -177,3 +180,52 @@ class FakeLLM(OpenAICompatible):
                 self._send(200, fake._completion(body, reply))
 
         return Handler
+
+
+# -- an imperfect model: Cypher mistakes, corrected only from what the tool answers ------------------
+
+# The fixes a refusal names: "did you mean `right`?" after "`wrong`", and "write `fixed`" after
+# the fragment as written ("in `written`").
+_MEANT = re.compile(r"`([^`]+)`[^`;]*?\(did you mean `([^`]+)`")
+_REWRITE = re.compile(r"in `([^`]+)` \(write `([^`]+)`\)")
+
+
+def corrected(query: str, error: str) -> str | None:
+    """`query` with the fixes `error` names applied, as a model that reads the error would; None
+    when the error names none (then the model gives up)."""
+    fixed = query
+    for written, rewrite in _REWRITE.findall(error):
+        fixed = fixed.replace(written, rewrite)
+    for wrong, right in _MEANT.findall(error):
+        name = re.escape(wrong)  # as a label or type (`:x`), a property (`.x`) or a map key (`{x:`)
+        fixed = re.sub(rf"(?<=[:.]){name}\b", right, fixed)
+        fixed = re.sub(rf"([{{,]\s*){name}(\s*:)", rf"\g<1>{right}\g<2>", fixed)
+    return fixed if fixed != query else None
+
+
+def imperfect_model(query: str) -> Callable[[dict[str, Any]], Reply]:
+    """An agent script that sends `query` (written with a typical mistake: a label in the wrong
+    case, a misspelt type, a property that does not exist, an arrow the wrong way) to the cypher
+    tool, sends it again corrected when the tool's error names a fix, and answers with the values
+    of the rows it gets (every non-citation value, comma-separated; "Nobody." for none)."""
+
+    def reply(body: dict[str, Any]) -> Reply:
+        sent = [
+            json.loads(call["function"]["arguments"])["query"]
+            for m in body["messages"]
+            if m["role"] == "assistant"
+            for call in m.get("tool_calls") or []
+        ]
+        results = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+        if not sent:
+            return tool_calls(("cypher", {"query": query}))
+        if results[-1].startswith("error:"):
+            fixed = corrected(sent[-1], results[-1])
+            return (
+                tool_calls(("cypher", {"query": fixed})) if fixed else answer("I could not query the graph.")
+            )
+        rows = json.loads(results[-1])["rows"]
+        values = [str(v) for row in rows for k, v in row.items() if k != "cite" and v is not None]
+        return answer(", ".join(values) or "Nobody.")
+
+    return reply

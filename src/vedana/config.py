@@ -95,6 +95,15 @@ class Settings(BaseSettings):
     graph_query_memory_mb: int = Field(default_factory=default_query_memory_mb, gt=0)
     pipeline_history_length: int = 20
     agent_max_rounds: int = Field(default=5, validation_alias=AliasChoices("VEDANA_AGENT_MAX_ROUNDS"))
+    # Cypher (agent, `vedana cypher`, MCP) naming a label, type or property the data model lacks
+    # is refused before it runs, with the closest real names.
+    cypher_schema_check: bool = Field(
+        default=True, validation_alias=AliasChoices("VEDANA_CYPHER_SCHEMA_CHECK")
+    )
+    # A tool result longer than this many tokens (estimated: UTF-8 bytes / 4) keeps its first rows.
+    tool_result_max_tokens: int = Field(
+        default=10_000, ge=200, validation_alias=AliasChoices("VEDANA_TOOL_RESULT_MAX_TOKENS")
+    )
 
     # `vedana mcp --http`: the bearer token clients must send (required off loopback).
     mcp_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("VEDANA_MCP_TOKEN"))

@@ -67,6 +67,11 @@ class CypherWriteRefused(CypherError):
     """A Cypher query that could write was refused before it ran."""
 
 
+class CypherSchemaMismatch(CypherError):
+    """A Cypher query named a label, relationship type or property the graph does not have, or
+    drew a relationship against its direction; refused before it ran."""
+
+
 class LLMError(VedanaError):
     """The language model is not configured or failed."""
 

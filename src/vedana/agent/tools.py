@@ -20,21 +20,22 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
+from vedana.agent.budget import fit_result
+from vedana.agent.cypher_schema import graph_schema
 from vedana.agent.sources import SourceRegistry
 from vedana.agent.trace import ToolCallTrace
 from vedana.cypher.guard import ensure_read_only, without_final_semicolon
-from vedana.errors import CypherError, CypherWriteRefused, VedanaError
+from vedana.cypher.schema import ensure_known_names
+from vedana.errors import CypherError, CypherSchemaMismatch, CypherWriteRefused, VedanaError
 
 if TYPE_CHECKING:
     from vedana.config import Settings
+    from vedana.cypher.schema import GraphSchema
     from vedana.datamodel import DataModel
     from vedana.stores.graph import GraphStore
 
 # A list of more floats than this inside a result is taken for an embedding and dropped.
 MAX_FLOAT_LIST = 32
-# Cypher results longer than this (JSON characters) lose rows from the end, so one wide result
-# cannot fill the model's context; the model is told, as for the row cap.
-MAX_RESULT_CHARS = 60_000
 VECTOR_SEARCH = "vector_text_search"
 CYPHER = "cypher"
 
@@ -245,12 +246,18 @@ class CypherOutcome:
         }
 
 
-def run_cypher(graph: GraphStore, query: str, *, row_limit: int, timeout_s: float) -> CypherOutcome:
-    """Run one query through the read-only guard, in a read-only session, capped and timed.
+def run_cypher(
+    graph: GraphStore, query: str, *, row_limit: int, timeout_s: float, schema: GraphSchema | None = None
+) -> CypherOutcome:
+    """Run one query through the read-only guard (and, given a `schema`, the check of the names
+    it uses), in a read-only session, capped and timed.
 
-    Raises `CypherWriteRefused` before running anything that could write, `CypherError` when
-    the engine fails (including a timeout)."""
+    Raises `CypherWriteRefused` before running anything that could write, `CypherSchemaMismatch`
+    before running a query naming what the schema lacks, `CypherError` when the engine fails
+    (including a timeout)."""
     ensure_read_only(query)
+    if schema is not None:
+        ensure_known_names(query, schema)
     started = time.perf_counter()
     try:
         result = graph.query(
@@ -306,6 +313,10 @@ class Toolbox:
         # model does, so a narrow filter cannot take vector search away.
         self.searchables = searchables(dm) or (searchables(fallback_dm) if fallback_dm else [])
         self.vector_args = vector_args_model(self.searchables)
+        # Cypher is checked against the whole data model, never the slice the agent was shown.
+        self.cypher_schema: GraphSchema | None = (
+            graph_schema(fallback_dm or dm, graph) if settings.cypher_schema_check else None
+        )
 
     def specs(self) -> list[dict[str, Any]]:
         row_limit = self.settings.cypher_rows_limit
@@ -349,6 +360,9 @@ class Toolbox:
         else:
             trace.error = f"unknown tool {name!r}"
             text = f"error: there is no tool {name!r}; use {VECTOR_SEARCH} or {CYPHER}"
+        text, kept = fit_result(text, self.settings.tool_result_max_tokens)
+        if kept is not None and name == CYPHER:
+            trace.rows, trace.truncated = kept, True
         return self._finish(trace, text, started)
 
     @staticmethod
@@ -370,9 +384,12 @@ class Toolbox:
                 args.query,
                 row_limit=self.settings.cypher_rows_limit,
                 timeout_s=self.settings.cypher_timeout_s,
+                schema=self.cypher_schema,
             )
         except CypherWriteRefused as exc:
             trace.refused = True
+            return f"error: {exc}"
+        except CypherSchemaMismatch as exc:
             return f"error: {exc}"
         except CypherError as exc:
             message = str(exc)
@@ -386,10 +403,6 @@ class Toolbox:
         if outcome.truncated:
             note = f"only the first {outcome.row_limit} rows are shown and more exist"
         text = _cypher_payload(outcome.columns, rows, note)
-        while len(text) > MAX_RESULT_CHARS and len(rows) > 1:
-            rows = rows[: max(1, len(rows) * MAX_RESULT_CHARS // len(text) - 1)]
-            note = f"only the first {len(rows)} rows are shown: the full result is too long to read"
-            text = _cypher_payload(outcome.columns, rows, note)
         trace.rows, trace.truncated = len(rows), note is not None
         if self.sources is not None:
             self.sources.cite_rows(args.query, outcome.columns, rows)

@@ -24,8 +24,9 @@ def cypher(
     ] = None,
 ) -> None:
     """Run one read-only Cypher query on the graph, exactly as the agent's `cypher` tool does:
-    anything that could write is refused before it runs, rows are capped, and the query has a
-    timeout (CYPHER_TIMEOUT_S).
+    anything that could write is refused before it runs, and so is a label, relationship type or
+    property the data model does not have (with the closest real names); rows are capped, and the
+    query has a timeout (CYPHER_TIMEOUT_S).
 
     Examples:
 
@@ -44,7 +45,11 @@ def cypher(
     settings = get_settings()
     with open_graph(settings) as graph:
         outcome = run_cypher(
-            graph, query, row_limit=limit or settings.cypher_rows_limit, timeout_s=settings.cypher_timeout_s
+            graph,
+            query,
+            row_limit=limit or settings.cypher_rows_limit,
+            timeout_s=settings.cypher_timeout_s,
+            schema=_schema(settings, graph) if settings.cypher_schema_check else None,
         )
     note = empty_result_note(settings, outcome.rows)  # 0 because nothing is synced here: say so
     if note:
@@ -61,6 +66,20 @@ def cypher(
     if outcome.truncated:
         summary += f"; truncated at {outcome.row_limit} rows, more exist (raise --limit or aggregate)"
     info(summary)
+
+
+def _schema(settings: Any, graph: Any) -> Any:  # -> vedana.cypher.schema.GraphSchema | None
+    """The names the query is checked against; with Postgres out of reach the query still runs,
+    unchecked, and stderr says so."""
+    from vedana.agent.cypher_schema import synced_graph_schema
+    from vedana.cli.output import print_warning
+    from vedana.errors import VedanaError
+
+    try:
+        return synced_graph_schema(settings, graph)
+    except VedanaError as exc:
+        print_warning(f"names not checked against the data model: {exc}")
+        return None
 
 
 def cell(value: Any) -> str:

@@ -111,6 +111,19 @@ class GraphStore(ABC):
             "edges": {name: n for name, n in edges.items() if n},
         }
 
+    def names(self) -> tuple[frozenset[str], frozenset[str]] | None:
+        """The labels and relationship types the graph holds, or None when the engine cannot
+        list them (Memgraph has no `db.labels()` unless built with it)."""
+        try:
+            labels = self.query("CALL db.labels()").rows
+            types = self.query("CALL db.relationshipTypes()").rows
+        except Exception:  # engines differ in what they lack and how they say it; None tells
+            return None
+        return (
+            frozenset(str(v) for row in labels for v in row.values()),
+            frozenset(str(v) for row in types for v in row.values()),
+        )
+
     def _count(self, cypher: str) -> int:
         rows = self.query(cypher).rows
         return int(rows[0]["n"]) if rows else 0
